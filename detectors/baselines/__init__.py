@@ -1,0 +1,1 @@
+"""Suites of typical tests, run like detectors, to show what thorough detectors add."""

@@ -1,0 +1,61 @@
+"""The backward pass is the derivative of the forward pass.
+
+A gradient oracle for torch implementations (S6): the gradients of ⟨out, G⟩ with respect to
+every input must equal the reference's autograd gradients, and ``torch.autograd.gradcheck``
+(finite differences in float64) must pass. A hand-written backward can be wrong while every
+forward test passes — a missing term of the softmax Jacobian, a missing scale, a transposed
+product — and a ``detach`` in the forward silently stops gradients from reaching Q and K.
+"""
+
+import numpy as np
+
+from detectors.harness import expect
+from detectors.harness.battery import grid
+from detectors.harness.tolerance import FLOAT64_ATOL, reference_subject, scale
+
+PROPERTY = "Gradients of every input equal the reference's autograd gradients, and gradcheck passes in float64."
+CLAUSES = ("S6",)
+ORACLE = "gradient"
+
+
+def compare(subject, answer, want, case):
+    for name, expected in want.items():
+        got = answer.grads.get(name) if answer.grads else None
+        if expected is None:
+            continue
+        if got is None:
+            expect.holds(subject, [answer], False, f"a gradient for {name}",
+                         f"no gradient reached {name}", case)
+        expect.close(subject, [answer], got, expected, FLOAT64_ATOL * scale(expected),
+                     f"d{name}", case, "gradient of sum(out * G)")
+
+
+def check(subject, battery):
+    subject.need_torch("autograd")
+    lesson = subject.contract == "lesson"
+    reference = reference_subject(subject.contract, "torch", subject.target.device)
+    rng = np.random.default_rng(battery.seed)
+    tested = False
+    if not lesson or not subject.manifest.lacks("attention"):
+        calls = [c for c in battery.calls(subject.contract) if subject.supports(c)]
+        for call in calls:
+            upstream = grid(rng, call.expected(subject.target.causal_alignment)[0].shape)
+            answer = subject.attend(call, dtype="float64", grad=upstream)
+            want = reference.attend(call, dtype="float64", grad=upstream)
+            compare(subject, answer, want.grads, call.name)
+        small = [c for c in calls if c.mask is not None or c.causal][:2]
+        for call in small:
+            passed, complaint, answer = subject.gradcheck(call)
+            expect.holds(subject, [answer], passed, "torch.autograd.gradcheck to pass",
+                         f"gradcheck failed: {complaint}", call.name)
+        tested = True
+    if not lesson or not subject.manifest.lacks("causal_self_attention"):
+        for call in battery.self_attention:
+            upstream = grid(rng, call.expected()[0].shape)
+            answer = subject.self_attend(call, dtype="float64", grad=upstream)
+            want = reference.self_attend(call, dtype="float64", grad=upstream)
+            compare(subject, answer, want.grads, call.name)
+        tested = True
+    if not tested:
+        subject.need("attention", "causal_self_attention")
+

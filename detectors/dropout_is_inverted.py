@@ -1,0 +1,55 @@
+"""Dropout zeroes attention weights with probability p and scales the survivors by 1/(1 − p).
+
+A special-input check on S5, read through V = I so that the output is the dropped-out weight
+matrix itself: every entry must be 0 or the undropped weight divided by (1 − p), and the share
+of zeros must match p (within six standard deviations, so a correct implementation fails about
+once in 10⁹ runs). Dropout without the rescale, dropout on the scores before softmax, or a
+fixed rate that ignores ``dropout_p`` all fail.
+"""
+
+import math
+
+import numpy as np
+
+from detectors.harness import expect
+from detectors.harness.battery import Call, Spec, grid
+from detectors.harness.tolerance import allowance
+from detectors.harness.verdict import NotApplicable
+
+PROPERTY = "With dropout_p = p each weight is 0 or w/(1−p), and about a share p of them is 0."
+CLAUSES = ("S5",)
+ORACLE = "special-input"
+RATES = (0.5, 0.2)
+SIGMAS = 6.0
+
+
+def check(subject, battery):
+    if subject.contract != "sdpa":
+        raise NotApplicable("dropout is an SDPA argument; the lesson contract has none")
+    if "dropout_p" not in subject.manifest.keywords:
+        raise NotApplicable("the callable takes no dropout_p")
+    rng = np.random.default_rng(battery.seed)
+    q, k = grid(rng, (2, 4, 16, 5)), grid(rng, (2, 4, 24, 5))
+    eye = np.broadcast_to(np.eye(24), (2, 4, 24, 24)).copy()  # V = I: out is the weights
+    call = Call(Spec("dropout", q.shape, k.shape, eye.shape), q, k, eye, name="dropout")
+    plain = subject.attend(call)
+    weights = call.expected()[1]
+    atol = allowance(subject, call, weights, what="weights")
+    for p in RATES:
+        dropped = subject.attend(call, extra={"dropout_p": p}, seed=battery.seed)
+        expect.same_shape(subject, [dropped], dropped.out, weights.shape, "out", call.name)
+        kept = np.abs(dropped.out - plain.out / (1 - p)) <= atol / (1 - p)
+        zero = dropped.out == 0
+        bad = ~(kept | zero)
+        if bad.any():
+            index = tuple(np.argwhere(bad)[0])
+            expect.holds(subject, [plain, dropped], False,
+                         f"{expect.at('out', index)} = 0 or {expect.fmt(plain.out[index] / (1 - p))}"
+                         f" (w / (1 - {p}))", expect.fmt(dropped.out[index]),
+                         f"dropout_p={p}", index, "with V = I the output is the dropped weights")
+        n = plain.out.size
+        share = zero.mean()
+        band = SIGMAS * math.sqrt(p * (1 - p) / n)
+        expect.holds(subject, [plain, dropped], abs(share - p) <= band,
+                     f"a share of zeros within {p} ± {band:.3f}", f"{share:.3f}",
+                     f"dropout_p={p}", None, f"{n} weights with dropout_p={p}")

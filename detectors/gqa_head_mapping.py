@@ -1,0 +1,57 @@
+"""With grouped-query attention, key/value head j serves query heads j·g … j·g+g−1.
+
+A differential check head by head against the loop oracle (S4: PyTorch's ``enable_gqa`` is
+``repeat_interleave`` over the head axis). When a head is wrong it says which key/value head
+the implementation actually used, which tells ``repeat`` (h mod H_kv) from ``repeat_interleave``
+(h // g) at a glance.
+"""
+
+import numpy as np
+
+from detectors.harness import expect
+from detectors.harness.tolerance import allowance
+from detectors.harness.verdict import NotApplicable
+from reference import loop_oracle
+
+PROPERTY = "Under enable_gqa, query head h reads key/value head h // (H_q / H_kv), as the loop oracle does."
+CLAUSES = ("S4",)
+ORACLE = "differential"
+
+
+def check(subject, battery):
+    if subject.contract != "sdpa":
+        raise NotApplicable("grouped-query attention is an SDPA argument; the lesson has none")
+    if "enable_gqa" not in subject.manifest.keywords:
+        raise NotApplicable("the callable takes no enable_gqa")
+    alignment = subject.target.causal_alignment
+    for call in battery.calls("sdpa", lambda s: s.gqa):
+        answer = subject.attend(call)
+        out = call.expected(alignment)[0]
+        expect.same_shape(subject, [answer], answer.out, out.shape, "out", call.name)
+        atol = allowance(subject, call, out)
+        H, H_kv = call.q.shape[-3], call.k.shape[-3]
+        g = H // H_kv
+        for h in range(H):
+            got, want = answer.out[..., h, :, :], out[..., h, :, :]
+            if np.all(np.abs(got - want) <= atol):
+                continue
+            used = [j for j in range(H_kv) if j != h // g and
+                    np.all(np.abs(got - head_with(call, h, j, alignment)) <= atol)]
+            actual = f"output matching key/value head {used[0]}" if used else \
+                "output matching no key/value head"
+            expect.holds(subject, [answer], False,
+                         f"query head {h} to read key/value head {h // g} (g = {g})", actual,
+                         call.name, (h,), "enable_gqa: kv head j serves heads j*g .. j*g+g-1")
+
+
+def head_with(call, h, j, alignment):
+    """The oracle's output for query head h if it read key/value head j."""
+    pick = lambda a, i: None if a is None or a.shape[-3] == 1 else a[..., i:i + 1, :, :]  # noqa: E731
+    mask = call.mask if call.mask is None or call.mask.ndim < 3 else (
+        pick(call.mask, h) if call.mask.shape[-3] > 1 else call.mask)
+    bias = call.bias if call.bias is None or call.bias.ndim < 3 else (
+        pick(call.bias, h) if call.bias.shape[-3] > 1 else call.bias)
+    out, _ = loop_oracle.attend(call.q[..., h:h + 1, :, :], call.k[..., j:j + 1, :, :],
+                                call.v[..., j:j + 1, :, :], mask=mask, bias=bias,
+                                scale=call.scale, causal=alignment if call.causal else None)
+    return out[..., 0, :, :]

@@ -1,0 +1,1 @@
+"""The machinery behind the detectors: targets, calls, the case battery, verdicts, reports."""

@@ -1,0 +1,314 @@
+"""The case battery: declarative specs, materialised as seeded calls.
+
+Within a spec every size differs from every other (B ≠ H ≠ L ≠ S ≠ E ≠ Ev), so a swapped axis
+either crashes or shows. Values lie on a grid of 1/8: exact in every float format, short to
+print in a reproduction, and still irregular enough that no two rows agree by accident.
+"""
+
+import functools
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from reference import loop_oracle
+
+GRID = 8  # inputs are multiples of 1/GRID
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One kind of call: shapes, the mask it carries, and the arguments it uses."""
+
+    name: str
+    q: tuple  # (..., L, E)
+    k: tuple  # (..., S, E)
+    v: tuple  # (..., S, Ev)
+    mask: str | None = None  # how the bool mask is drawn: see _mask
+    mask_shape: tuple | None = None
+    bias: str | None = None  # how the float (additive) mask is drawn
+    causal: bool = False  # SDPA is_causal
+    scale: float | None = None  # SDPA scale
+    gqa: bool = False  # SDPA enable_gqa
+    logits: float = 1.0  # multiplies Q: large or tiny scores
+    tags: tuple = ()
+
+    @property
+    def contracts(self):
+        lesson = self.bias is None and not self.causal and self.scale is None and not self.gqa
+        same_lead = self.q[:-2] == self.k[:-2] == self.v[:-2]
+        heads_ok = same_lead or (self.gqa and self.q[:-3] == self.k[:-3])
+        sdpa = len(self.q) >= 4 and heads_ok
+        return tuple(c for c, ok in (("lesson", lesson), ("sdpa", sdpa)) if ok)
+
+
+@dataclass(frozen=True)
+class SelfSpec:
+    """A causal self-attention call: X (..., T, d_model) and three projections."""
+
+    name: str
+    x: tuple
+    d_k: int
+    d_v: int
+    logits: float = 1.0
+    tags: tuple = ()
+
+
+ATTENTION = (
+    Spec("one-head", q=(4, 5), k=(6, 5), v=(6, 3)),
+    Spec("one-head-mask", q=(5, 3), k=(4, 3), v=(4, 6), mask="random", mask_shape=(5, 4)),
+    Spec("one-key", q=(2, 3, 4), k=(2, 1, 4), v=(2, 1, 5)),
+    Spec("decode", q=(2, 1, 4), k=(2, 7, 4), v=(2, 7, 3), tags=("decode",)),
+    Spec("batch", q=(2, 4, 3), k=(2, 5, 3), v=(2, 5, 6)),
+    Spec("batch-shared-mask", q=(3, 5, 4), k=(3, 6, 4), v=(3, 6, 2), mask="random",
+         mask_shape=(5, 6)),
+    Spec("batch-key-padding", q=(2, 3, 5), k=(2, 7, 5), v=(2, 7, 4), mask="key-padding",
+         mask_shape=(2, 1, 7)),
+    Spec("batch-per-example-mask", q=(3, 4, 2), k=(3, 5, 2), v=(3, 5, 6), mask="random",
+         mask_shape=(3, 4, 5)),
+    Spec("batch-causal", q=(2, 5, 3), k=(2, 5, 3), v=(2, 5, 4), mask="causal",
+         mask_shape=(5, 5), tags=("causal",)),
+    Spec("broadcast-kv", q=(2, 4, 3), k=(5, 3), v=(5, 6)),
+    Spec("batch-empty-rows", q=(2, 4, 3), k=(2, 5, 3), v=(2, 5, 6), mask="empty-rows",
+         mask_shape=(2, 4, 5), tags=("empty",)),
+    Spec("batch-large-logits", q=(3, 4, 2), k=(3, 5, 2), v=(3, 5, 6), logits=16.0,
+         tags=("large",)),
+    Spec("batch-tiny-logits", q=(2, 3, 5), k=(2, 4, 5), v=(2, 4, 6), logits=1 / 64),
+    Spec("heads", q=(2, 3, 4, 5), k=(2, 3, 6, 5), v=(2, 3, 6, 7)),
+    Spec("heads-key-padding", q=(3, 2, 5, 4), k=(3, 2, 6, 4), v=(3, 2, 6, 7),
+         mask="key-padding", mask_shape=(3, 1, 1, 6)),
+    Spec("heads-per-head-mask", q=(2, 4, 3, 5), k=(2, 4, 6, 5), v=(2, 4, 6, 7), mask="random",
+         mask_shape=(2, 4, 3, 6)),
+    Spec("heads-shared-mask", q=(2, 3, 4, 6), k=(2, 3, 5, 6), v=(2, 3, 5, 7), mask="random",
+         mask_shape=(4, 5)),
+    Spec("heads-causal", q=(3, 2, 4, 5), k=(3, 2, 4, 5), v=(3, 2, 4, 6), mask="causal",
+         mask_shape=(4, 4), tags=("causal",)),
+    Spec("heads-empty-rows", q=(2, 3, 4, 5), k=(2, 3, 6, 5), v=(2, 3, 6, 7),
+         mask="empty-rows", mask_shape=(2, 3, 4, 6), tags=("empty",)),
+    Spec("heads-large-logits", q=(2, 3, 4, 5), k=(2, 3, 6, 5), v=(2, 3, 6, 7), logits=16.0,
+         mask="random", mask_shape=(2, 1, 4, 6), tags=("large",)),
+    Spec("heads-decode", q=(2, 3, 1, 4), k=(2, 3, 7, 4), v=(2, 3, 7, 5), tags=("decode",)),
+    # SDPA arguments the lesson contract does not have
+    Spec("float-mask", q=(2, 3, 4, 5), k=(2, 3, 6, 5), v=(2, 3, 6, 7), bias="additive",
+         mask_shape=(4, 6)),
+    Spec("float-mask-per-item", q=(3, 2, 5, 4), k=(3, 2, 6, 4), v=(3, 2, 6, 7),
+         bias="additive", mask_shape=(3, 1, 5, 6)),
+    Spec("float-mask-empty-row", q=(2, 3, 4, 5), k=(2, 3, 6, 5), v=(2, 3, 6, 7),
+         bias="empty-rows", mask_shape=(2, 1, 4, 6), tags=("empty",)),
+    Spec("causal-square", q=(2, 3, 5, 4), k=(2, 3, 5, 4), v=(2, 3, 5, 6), causal=True,
+         tags=("causal",)),
+    Spec("causal-wide", q=(2, 3, 4, 5), k=(2, 3, 7, 5), v=(2, 3, 7, 6), causal=True,
+         tags=("causal", "rectangular")),
+    Spec("causal-tall", q=(2, 3, 6, 5), k=(2, 3, 4, 5), v=(2, 3, 4, 7), causal=True,
+         tags=("causal", "rectangular")),
+    Spec("causal-decode", q=(2, 3, 1, 4), k=(2, 3, 6, 4), v=(2, 3, 6, 5), causal=True,
+         tags=("causal", "rectangular", "decode")),
+    Spec("scale", q=(2, 3, 4, 5), k=(2, 3, 6, 5), v=(2, 3, 6, 7), scale=0.375),
+    Spec("scale-masked", q=(3, 2, 4, 5), k=(3, 2, 6, 5), v=(3, 2, 6, 7), scale=2.5,
+         mask="random", mask_shape=(3, 2, 4, 6)),
+    Spec("gqa", q=(2, 6, 4, 5), k=(2, 3, 7, 5), v=(2, 3, 7, 8), gqa=True, tags=("gqa",)),
+    Spec("gqa-masked", q=(3, 4, 5, 2), k=(3, 1, 6, 2), v=(3, 1, 6, 7), gqa=True,
+         mask="random", mask_shape=(3, 1, 5, 6), tags=("gqa",)),
+    Spec("gqa-causal", q=(2, 6, 5, 3), k=(2, 2, 5, 3), v=(2, 2, 5, 4), gqa=True, causal=True,
+         tags=("gqa", "causal")),
+    Spec("rank5", q=(2, 3, 4, 5, 6), k=(2, 3, 4, 7, 6), v=(2, 3, 4, 7, 8), mask="random",
+         mask_shape=(2, 1, 4, 5, 7)),
+)
+
+SELF = (
+    SelfSpec("self-single", x=(5, 6), d_k=4, d_v=3),
+    SelfSpec("self-batch", x=(2, 7, 5), d_k=3, d_v=4),
+    SelfSpec("self-batch-large", x=(3, 6, 4), d_k=5, d_v=2, logits=12.0, tags=("large",)),
+)
+
+SOFTMAX = ((3,), (4, 5), (2, 3, 6))
+MASK_SIZES = (1, 2, 3, 6)
+
+
+@dataclass(eq=False)
+class Call:
+    """One attention call with its inputs as float64 / bool arrays (keep-convention mask)."""
+
+    spec: Spec
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    mask: np.ndarray | None = None
+    bias: np.ndarray | None = None
+    name: str = ""
+
+    causal = property(lambda self: self.spec.causal)
+    scale = property(lambda self: self.spec.scale)
+    gqa = property(lambda self: self.spec.gqa)
+
+    def size(self):
+        return self.q.size + self.k.size + self.v.size
+
+    def v_per_query_head(self):
+        """V as each query head reads it: with grouped heads, head h reads V head h // g."""
+        if not self.gqa:
+            return self.v
+        return np.repeat(self.v, self.q.shape[-3] // self.v.shape[-3], axis=-3)
+
+    def with_(self, **arrays):
+        """The same call with some arrays replaced (for metamorphic relations)."""
+        return replace(self, **arrays)
+
+    def expected(self, alignment="top-left"):
+        """(out, weights) from the loop oracle."""
+        return _oracle(self, alignment)
+
+
+@dataclass(eq=False)
+class SoftmaxCall:
+    """Scores for the lesson's softmax: a few -inf entries, never a whole row."""
+
+    x: np.ndarray
+    name: str = ""
+
+    def size(self):
+        return self.x.size
+
+    def expected(self):
+        return _softmax_oracle(self)
+
+
+@functools.lru_cache(maxsize=256)
+def _softmax_oracle(call):
+    return loop_oracle.softmax(call.x)
+
+
+@dataclass(eq=False)
+class SelfCall:
+    spec: SelfSpec
+    x: np.ndarray
+    w_q: np.ndarray
+    w_k: np.ndarray
+    w_v: np.ndarray
+    name: str = ""
+
+    def size(self):
+        return self.x.size + self.w_q.size + self.w_k.size + self.w_v.size
+
+    def projections(self):
+        return self.x @ self.w_q, self.x @ self.w_k, self.x @ self.w_v
+
+    def expected(self):
+        """(out, weights) from the loop oracle under the lesson's causal mask."""
+        return _self_oracle(self)
+
+
+@functools.lru_cache(maxsize=1024)
+def _self_oracle(call):
+    q, k, v = call.projections()
+    return loop_oracle.attend(q, k, v, causal="top-left")
+
+
+@functools.lru_cache(maxsize=4096)
+def _oracle(call, alignment):
+    return loop_oracle.attend(
+        call.q, call.k, call.v, mask=call.mask, bias=call.bias, scale=call.scale,
+        causal=alignment if call.causal else None, gqa=call.gqa,
+    )
+
+
+def grid(rng, shape, scale=1.0):
+    """Normal draws rounded to the 1/8 grid (times a power-of-two scale)."""
+    return np.round(rng.standard_normal(shape) * GRID) / GRID * scale
+
+
+@dataclass
+class Battery:
+    """All calls for one seed, smallest first; ``repeat`` draws each spec several times."""
+
+    seed: int = 0
+    repeat: int = 1
+    attention: list = field(default_factory=list)
+    self_attention: list = field(default_factory=list)
+    softmax: list = field(default_factory=list)
+
+    def __post_init__(self):
+        for r in range(self.repeat):
+            for i, spec in enumerate(ATTENTION):
+                rng = np.random.default_rng([self.seed, r, i])
+                self.attention.append(materialise(spec, rng, r))
+            for i, spec in enumerate(SELF):
+                rng = np.random.default_rng([self.seed, r, 100 + i])
+                self.self_attention.append(materialise_self(spec, rng, r))
+            for i, shape in enumerate(SOFTMAX):
+                rng = np.random.default_rng([self.seed, r, 200 + i])
+                name = f"softmax-{'x'.join(map(str, shape))}" + (f"#{r}" if r else "")
+                self.softmax.append(SoftmaxCall(softmax_input(shape, rng), name))
+        self.attention.sort(key=Call.size)
+        self.self_attention.sort(key=SelfCall.size)
+
+    def calls(self, contract, where=lambda spec: True):
+        return [c for c in self.attention if contract in c.spec.contracts and where(c.spec)]
+
+
+def materialise(spec, rng, rep=0):
+    q = grid(rng, spec.q, spec.logits)
+    k = grid(rng, spec.k)
+    v = grid(rng, spec.v)
+    mask = _mask(spec.mask, spec.mask_shape, rng) if spec.mask else None
+    bias = _bias(spec.bias, spec.mask_shape, rng) if spec.bias else None
+    name = spec.name if rep == 0 else f"{spec.name}#{rep}"
+    return Call(spec, q, k, v, mask, bias, name)
+
+
+def materialise_self(spec, rng, rep=0):
+    d_model = spec.x[-1]
+    x = grid(rng, spec.x)
+    w_q = grid(rng, (d_model, spec.d_k), spec.logits)
+    w_k = grid(rng, (d_model, spec.d_k))
+    w_v = grid(rng, (d_model, spec.d_v))
+    name = spec.name if rep == 0 else f"{spec.name}#{rep}"
+    return SelfCall(spec, x, w_q, w_k, w_v, name)
+
+
+def softmax_input(shape, rng):
+    """Scores with a few -inf entries, never a whole row of them."""
+    x = grid(rng, shape, 2.0)
+    if len(shape) > 1:
+        holes = rng.random(shape) < 0.25
+        holes[..., 0] = False
+        x[holes] = -math.inf
+    return x
+
+
+def _mask(kind, shape, rng):
+    """A keep-convention bool mask: True = may attend."""
+    L, S = shape[-2], shape[-1]
+    if kind == "causal":
+        return np.tril(np.ones((L, S), dtype=bool)).reshape(shape)
+    if kind == "key-padding":  # each item keeps a different prefix of its keys
+        lengths = np.linspace(2, S, num=shape[0]).round().astype(int)
+        keep = np.arange(S)[None, :] < lengths[:, None]  # (B, S)
+        return keep.reshape(shape[:1] + (1,) * (len(shape) - 2) + (S,))
+    keep = rng.random(shape) < 0.65
+    rows = keep.reshape(-1, L, S)
+    for m in rows:  # every row keeps at least one key unless asked otherwise
+        for i in range(L):
+            if not m[i].any():
+                m[i, rng.integers(S)] = True
+    if kind == "empty-rows":  # row 1 of the first matrix and one key column see nothing
+        rows[0, 1, :] = False
+        rows[:, :, S - 2] = False
+        for m in rows[1:]:
+            m[0, :] = False
+    return rows.reshape(shape)
+
+
+def _bias(kind, shape, rng):
+    """A float mask: a finite bias with some -inf entries."""
+    bias = grid(rng, shape)
+    forbid = rng.random(shape) < 0.3
+    bias[forbid] = -math.inf
+    flat = bias.reshape(-1, shape[-2], shape[-1])
+    for m in flat:  # keep one finite entry per row
+        for i in range(shape[-2]):
+            if np.isneginf(m[i]).all():
+                m[i, 0] = 0.0
+    if kind == "empty-rows":
+        flat[0, 1, :] = -math.inf
+    return bias

@@ -1,0 +1,302 @@
+"""Calls into the implementation, run where the implementation lives.
+
+A detector never touches the implementation directly: it sends a :class:`Request` made of NumPy
+float64 arrays, and this module casts them to the target's backend, dtype and device, makes the
+call, checks that an answer came back, notes whether any argument was modified, and returns the
+answer as NumPy arrays with the dtype it had. The same code runs in-process (the zoo, under
+pytest) and in the isolated worker (``attnzoo check``).
+"""
+
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from detectors.harness.verdict import CRASHED, ImplementationFailure
+
+ARG_NAMES = {
+    "causal_mask": ("T",),
+    "softmax": ("x",),
+    "attention": ("Q", "K", "V", "mask"),
+    "causal_self_attention": ("X", "W_q", "W_k", "W_v"),
+    "sdpa": ("query", "key", "value"),
+}
+RETURNS = {"causal_mask": 1, "softmax": 1, "attention": 2, "causal_self_attention": 2, "sdpa": 1}
+
+
+@dataclass
+class Request:
+    fn: str  # a lesson function name, or "sdpa"
+    args: tuple  # NumPy arrays (float64 or bool) and ints
+    kwargs: dict = field(default_factory=dict)  # SDPA keywords
+    dtype: str = "float64"  # float arguments are cast to this before the call
+    device: str = "cpu"
+    grad: object = None  # an upstream gradient for the first output: ask for input gradients
+    gradcheck: bool = False  # run torch.autograd.gradcheck on the call instead
+    seed: int | None = None  # seed the RNGs before the call
+
+    def describe(self, target_name=""):
+        """``attention(Q (2, 4, 5) float64, K (2, 6, 5), ...)`` for messages."""
+        names = ARG_NAMES[self.fn]
+        parts = [_describe(n, a, self.dtype) for n, a in zip(names, self.args)]
+        parts += [_describe(k, v, self.dtype) for k, v in self.kwargs.items()]
+        fn = self.fn if self.fn != "sdpa" else "f"
+        where = f"{target_name}." if target_name and self.fn != "sdpa" else ""
+        return f"{where}{fn}({', '.join(parts)})"
+
+
+@dataclass
+class Result:
+    values: tuple  # NumPy arrays: floats as float64, bools as bool
+    dtypes: tuple  # the dtypes the implementation returned, as strings
+    mutated: tuple = ()  # names of arguments the call modified
+    seconds: float = 0.0  # time inside the implementation
+    grads: dict | None = None  # argument name -> gradient (float64) or None
+    message: str = ""  # gradcheck's complaint, if any
+
+
+def _describe(name, a, dtype):
+    if isinstance(a, np.ndarray):
+        kind = "bool" if a.dtype == bool else dtype
+        return f"{name} {tuple(a.shape)} {kind}"
+    return f"{name}={a!r}"
+
+
+def execute(obj, target, manifest, request):
+    """Run one request against a loaded target; raise ImplementationFailure on a non-answer."""
+    backend = _Torch(target.device) if target.backend == "torch" else _Numpy()
+    fn = _function(obj, target, manifest, request)
+    args, kwargs = backend.inputs(request, target)
+    before = [backend.copy(a) for a in args]
+    if request.seed is not None:
+        backend.seed(request.seed)
+    if request.gradcheck:
+        return backend.gradcheck(fn, args, kwargs, request)
+    if request.grad is not None:
+        args = backend.requires_grad(args)
+    start = time.perf_counter()
+    answer = guarded(fn, args, kwargs, request)
+    seconds = time.perf_counter() - start
+    arrays = _unpack(answer, request, backend)
+    grads = backend.grads(arrays[0], args, request) if request.grad is not None else None
+    names = ARG_NAMES[request.fn]
+    mutated = tuple(
+        names[i] for i, (a, b) in enumerate(zip(args, before)) if not backend.same(a, b)
+    )
+    values = tuple(backend.to_numpy(a) for a in arrays)
+    dtypes = tuple(backend.dtype_name(a) for a in arrays)
+    return Result(values, dtypes, mutated, seconds, grads)
+
+
+class CallTimeout(BaseException):
+    """Raised into a call that ran past its time limit (in-process execution)."""
+
+
+def guarded(fn, args, kwargs, request):
+    """Call the implementation; whatever it raises, sys.exit included, becomes a crash."""
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            return fn(*args, **kwargs)
+    except CallTimeout:
+        raise
+    except BaseException as e:  # noqa: BLE001 - the implementation's failure, not ours
+        raise ImplementationFailure(CRASHED, f"raised {_exception(e)}", request.describe()) from None
+
+
+def _exception(e):
+    if isinstance(e, SystemExit):
+        return f"SystemExit (it called sys.exit({e.code!r}))"
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
+
+
+def _function(obj, target, manifest, request):
+    if request.fn == "sdpa":
+        return obj
+    reason = manifest.lacks(request.fn)
+    if reason:
+        raise ImplementationFailure(CRASHED, reason, request.describe())
+    return getattr(obj, request.fn)
+
+
+def _unpack(answer, request, backend):
+    want = RETURNS[request.fn]
+    call = request.describe()
+    if want == 1:
+        items = (answer,)
+    elif isinstance(answer, (tuple, list)) and len(answer) == want:
+        items = tuple(answer)
+    else:
+        got = f"a {type(answer).__name__}" + (
+            f" of length {len(answer)}" if isinstance(answer, (tuple, list)) else ""
+        )
+        raise ImplementationFailure(CRASHED, f"returned {got}, not a pair (out, weights)", call)
+    for item in items:
+        if not backend.is_array(item):
+            raise ImplementationFailure(
+                CRASHED, f"returned a {type(item).__name__}, not {backend.array_name}", call
+            )
+    return items
+
+
+class _Numpy:
+    array_name = "a numpy.ndarray"
+
+    def inputs(self, request, target):
+        if request.dtype == "bfloat16":
+            raise ImplementationFailure(CRASHED, "NumPy has no bfloat16", request.describe())
+        cast = [self._cast(a, request.dtype) for a in request.args]
+        return cast, dict(request.kwargs)
+
+    @staticmethod
+    def _cast(a, dtype):
+        if isinstance(a, np.ndarray) and a.dtype != bool:
+            return a.astype(dtype)
+        return a.copy() if isinstance(a, np.ndarray) else a
+
+    def copy(self, a):
+        return a.copy() if isinstance(a, np.ndarray) else a
+
+    def same(self, a, b):
+        if not isinstance(a, np.ndarray):
+            return True
+        return a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype != bool)
+
+    def seed(self, seed):
+        np.random.seed(seed)
+
+    def is_array(self, a):
+        return isinstance(a, np.ndarray)
+
+    def to_numpy(self, a):
+        if a.dtype == bool:
+            return a.copy()
+        if np.issubdtype(a.dtype, np.number):
+            return a.astype(np.float64)
+        return a.copy()
+
+    def dtype_name(self, a):
+        return str(a.dtype)
+
+    def requires_grad(self, args):
+        raise ImplementationFailure(CRASHED, "NumPy has no autograd", "gradient")
+
+    def gradcheck(self, fn, args, kwargs, request):
+        raise ImplementationFailure(CRASHED, "NumPy has no autograd", "gradcheck")
+
+
+class _Torch:
+    array_name = "a torch.Tensor"
+
+    def __init__(self, device):
+        import torch
+
+        self.torch = torch
+        self.device = device
+
+    def inputs(self, request, target):
+        torch = self.torch
+        dtype = getattr(torch, request.dtype)
+        args = [self._cast(a, dtype) for a in request.args]
+        kwargs = {}
+        for k, v in request.kwargs.items():
+            kwargs[k] = self._cast(v, dtype) if isinstance(v, np.ndarray) else v
+        return args, kwargs
+
+    def _cast(self, a, dtype):
+        torch = self.torch
+        if not isinstance(a, np.ndarray):
+            return a
+        t = torch.from_numpy(np.ascontiguousarray(a))
+        if a.dtype != bool:
+            t = t.to(dtype)
+        return t.to(self.device)
+
+    def copy(self, a):
+        return a.detach().clone() if isinstance(a, self.torch.Tensor) else a
+
+    def same(self, a, b):
+        if not isinstance(a, self.torch.Tensor):
+            return True
+        a = a.detach()
+        if a.shape != b.shape:
+            return False
+        if a.dtype == self.torch.bool:
+            return bool(self.torch.equal(a, b))
+        both_nan = self.torch.isnan(a) & self.torch.isnan(b)
+        return bool(((a == b) | both_nan).all())
+
+    def seed(self, seed):
+        self.torch.manual_seed(seed)
+        np.random.seed(seed)
+
+    def is_array(self, a):
+        return isinstance(a, self.torch.Tensor)
+
+    def to_numpy(self, a):
+        a = a.detach().to("cpu")
+        if a.dtype == self.torch.bool:
+            return a.numpy().copy()
+        if a.is_floating_point() or a.is_complex():
+            return a.to(self.torch.float64).numpy().copy()
+        return a.numpy().copy()
+
+    def dtype_name(self, a):
+        return str(a.dtype).replace("torch.", "")
+
+    def requires_grad(self, args):
+        return [
+            a.detach().requires_grad_(True)
+            if isinstance(a, self.torch.Tensor) and a.is_floating_point()
+            else a
+            for a in args
+        ]
+
+    def grads(self, out, args, request):
+        torch = self.torch
+        names = ARG_NAMES[request.fn]
+        upstream = torch.from_numpy(request.grad).to(out.dtype).to(out.device)
+        if not out.requires_grad:
+            return {names[i]: None for i, a in enumerate(args) if _is_float(torch, a)}
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                (out * upstream).sum().backward()
+        except Exception as e:  # noqa: BLE001 - a broken backward is the implementation's
+            raise ImplementationFailure(
+                CRASHED, f"backward raised {type(e).__name__}: {e}", request.describe()
+            ) from None
+        return {
+            names[i]: None if a.grad is None else a.grad.detach().to("cpu", torch.float64).numpy()
+            for i, a in enumerate(args)
+            if _is_float(torch, a)
+        }
+
+    def gradcheck(self, fn, args, kwargs, request):
+        torch = self.torch
+        leaves = self.requires_grad(args)
+
+        def check(*_):
+            return torch.autograd.gradcheck(
+                lambda *xs: _first(fn(*xs, **kwargs)), leaves, raise_exception=True
+            )
+
+        start = time.perf_counter()
+        try:
+            ok, message = guarded(check, (), {}, request), ""
+        except ImplementationFailure as e:
+            if "GradcheckError" not in e.what:
+                raise
+            ok, message = False, e.what.split(": ", 1)[-1]
+        seconds = time.perf_counter() - start
+        return Result((np.array(bool(ok)),), ("bool",), (), seconds, None, message)
+
+
+def _first(answer):
+    return answer[0] if isinstance(answer, (tuple, list)) else answer
+
+
+def _is_float(torch, a):
+    return isinstance(a, torch.Tensor) and a.is_floating_point()

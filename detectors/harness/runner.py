@@ -1,0 +1,59 @@
+"""Run one detector on one subject and turn whatever happens into a Finding."""
+
+import time
+import traceback
+
+from detectors.harness.verdict import (
+    ERROR,
+    NA,
+    SURVIVED,
+    Evidence,
+    Finding,
+    Flag,
+    ImplementationFailure,
+    NotApplicable,
+    envelope,
+)
+
+
+def run(detector, subject, battery):
+    """The detector's verdict on the subject; never raises for the implementation's sake."""
+    subject.calls, subject.impl_seconds = 0, 0.0
+    finding = Finding(detector.NAME, subject.name, SURVIVED)
+    start = time.perf_counter()
+    try:
+        detector.check(subject, battery)
+        finding.message = f"[{detector.NAME}] held on every case"
+    except Flag as flag:
+        finding.verdict, finding.evidence = flag.verdict, flag.evidence
+        finding.message = envelope(
+            detector.NAME, flag.evidence.expected, flag.evidence.actual, flag.evidence.call
+        )
+    except ImplementationFailure as failure:
+        finding.verdict = failure.verdict
+        call = subject.last
+        finding.evidence = Evidence(
+            failure.call, expected="an answer", actual=failure.what,
+            snippet=subject.evidence([_Sent(call)]).snippet if call is not None else "",
+        )
+        finding.message = envelope(detector.NAME, "an answer", failure.what, failure.call)
+    except NotApplicable as reason:
+        finding.verdict, finding.message = NA, f"[{detector.NAME}] n/a: {reason}"
+    except Exception as e:  # noqa: BLE001 - a detector bug is reported, never counted as a kill
+        finding.verdict = ERROR
+        where = traceback.extract_tb(e.__traceback__)[-1]
+        finding.message = (
+            f"[{detector.NAME}] detector error {type(e).__name__}: {e} "
+            f"({where.filename.rsplit('/', 1)[-1]}:{where.lineno})"
+        )
+    finding.seconds = time.perf_counter() - start
+    finding.calls, finding.impl_seconds = subject.calls, subject.impl_seconds
+    finding.notes = list(getattr(subject.executor, "notes", []))
+    return finding
+
+
+class _Sent:
+    """An answer-shaped holder for a request that got no answer."""
+
+    def __init__(self, request):
+        self.requests = (request,)

@@ -1,0 +1,189 @@
+"""What is under test, where it lives, and which conventions it declares.
+
+A target is named by a locator, the same string the command line takes:
+``path/to/module.py`` (a lesson-style module), ``path/to/file.py:func`` or
+``package.module:func`` (an SDPA-style callable, or any attribute holding a lesson module).
+"""
+
+import importlib
+import importlib.util
+import inspect
+import os
+import sys
+from dataclasses import dataclass, replace
+
+LESSON_FUNCTIONS = ("causal_mask", "softmax", "attention", "causal_self_attention")
+LESSON_ARITY = {"causal_mask": 1, "softmax": 1, "attention": 4, "causal_self_attention": 4}
+LESSON_SIGNATURE = {
+    "causal_mask": "causal_mask(T)",
+    "softmax": "softmax(x)",
+    "attention": "attention(Q, K, V, mask=None)",
+    "causal_self_attention": "causal_self_attention(X, W_q, W_k, W_v)",
+}
+SDPA_KEYWORDS = ("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
+SDPA_SIGNATURE = (
+    "f(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, "
+    "enable_gqa=False)"
+)
+
+
+class BadTarget(Exception):
+    """The target cannot be tested at all: one line saying what is wrong and what to do."""
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str  # shown in reports: "mask-fill-zero/numpy"
+    locator: str  # how to load it: "zoo.mask_fill_zero:NUMPY", "my.py", "my.py:attn"
+    contract: str = "lesson"  # "lesson" or "sdpa"
+    backend: str = "numpy"  # "numpy" or "torch"
+    mask_convention: str = "keep"  # "keep": True = may attend; "drop": True = masked
+    causal_alignment: str = "top-left"  # or "bottom-right"
+    device: str = "cpu"
+
+    @property
+    def row(self):
+        """The matrix row label's backend part: numpy, torch or sdpa."""
+        return "sdpa" if self.contract == "sdpa" else self.backend
+
+    def on(self, device):
+        return replace(self, device=device)
+
+
+@dataclass
+class Manifest:
+    """What a loaded target offers: the functions it has, the keywords it takes."""
+
+    functions: dict  # name -> None when usable, else the reason it is not
+    keywords: tuple = ()  # SDPA keywords the callable accepts
+
+    def lacks(self, fn):
+        return self.functions.get(fn, f"the target has no {fn}")
+
+
+def load(locator):
+    """Import what a locator names; raise BadTarget with a one-line fix on failure."""
+    path, _, attr = _split(locator)
+    if path.endswith(".py") or os.sep in path:
+        module = _load_file(path)
+    else:
+        module = _import(path)
+    if not attr:
+        return module
+    obj = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise BadTarget(f"{path} has no attribute {part!r}: name a function it defines")
+        obj = getattr(obj, part)
+    return obj
+
+
+def _split(locator):
+    if not locator or not locator.strip():
+        raise BadTarget("empty target: give path/to/module.py, file.py:func or package.module:func")
+    path, sep, attr = locator.rpartition(":") if ":" in locator else (locator, "", "")
+    if sep and (not path or not attr):
+        raise BadTarget(f"bad target {locator!r}: write it as file.py:func or package.module:func")
+    return path, sep, attr
+
+
+def _load_file(path):
+    if not os.path.exists(path):
+        raise BadTarget(f"no such file: {path}: check the path")
+    if not path.endswith(".py"):
+        raise BadTarget(f"{path} is not a .py file: point at a Python module")
+    name = "attnzoo_target_" + os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    folder = os.path.dirname(os.path.abspath(path))
+    sys.path.insert(0, folder)  # let the module import its siblings
+    try:
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    except SyntaxError as e:
+        raise BadTarget(f"{path}:{e.lineno}: syntax error: {e.msg}: fix the module") from None
+    except BaseException as e:  # noqa: BLE001 - anything the module does on import
+        raise BadTarget(f"{path} failed to import: {_one_line(e)}: fix the module") from None
+    finally:
+        sys.path.remove(folder)
+    return module
+
+
+def _import(name):
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        raise BadTarget(f"cannot import {name}: {e}: check the name or install it") from None
+    except SyntaxError as e:
+        raise BadTarget(f"{e.filename}:{e.lineno}: syntax error: {e.msg}: fix the module") from None
+    except BaseException as e:  # noqa: BLE001
+        raise BadTarget(f"{name} failed to import: {_one_line(e)}: fix the module") from None
+
+
+def _one_line(exc):
+    text = f"{type(exc).__name__}: {exc}".strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def manifest(obj, target):
+    """Check signatures and list what the target offers; raise BadTarget if nothing usable."""
+    if target.contract == "sdpa":
+        return _sdpa_manifest(obj, target)
+    functions = {}
+    for fn in LESSON_FUNCTIONS:
+        f = getattr(obj, fn, None)
+        if f is None:
+            functions[fn] = f"{target.name} defines no {fn}"
+            continue
+        if not callable(f):
+            raise BadTarget(f"{target.locator}: {fn} is not callable: define it as a function")
+        if not _binds(f, LESSON_ARITY[fn]):
+            raise BadTarget(
+                f"{target.locator}: {fn}{_sig(f)} does not match the contract "
+                f"{LESSON_SIGNATURE[fn]}: fix its parameters"
+            )
+        functions[fn] = None
+    if all(functions.values()):
+        raise BadTarget(
+            f"{target.locator} defines none of {', '.join(LESSON_FUNCTIONS)}: "
+            "implement the lesson contract, or name a callable as file.py:func"
+        )
+    return Manifest(functions)
+
+
+def _sdpa_manifest(obj, target):
+    if not callable(obj):
+        raise BadTarget(f"{target.locator} is not callable: name a function as file.py:func")
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):  # builtins such as F.scaled_dot_product_attention
+        return Manifest({"sdpa": None}, SDPA_KEYWORDS)
+    params = sig.parameters.values()
+    var_kw = any(p.kind is p.VAR_KEYWORD for p in params)
+    try:
+        sig.bind(None, None, None)
+    except TypeError:
+        raise BadTarget(
+            f"{target.locator}{sig} cannot be called as {SDPA_SIGNATURE}: fix its parameters"
+        ) from None
+    accepted = tuple(k for k in SDPA_KEYWORDS if var_kw or k in sig.parameters)
+    return Manifest({"sdpa": None}, accepted)
+
+
+def _binds(f, arity):
+    try:
+        sig = inspect.signature(f)
+    except (TypeError, ValueError):
+        return True
+    try:
+        sig.bind(*([None] * arity))
+    except TypeError:
+        return False
+    return True
+
+
+def _sig(f):
+    try:
+        return str(inspect.signature(f))
+    except (TypeError, ValueError):
+        return "(...)"

@@ -1,0 +1,111 @@
+"""Verdicts, evidence and the one envelope every failure message uses.
+
+Envelope: ``[detector] expected …, got … [impl(call with shapes)]`` — what should have come back,
+what came back, and for which call, as array-api-tests reports a failure.
+"""
+
+from dataclasses import dataclass, field
+
+KILLED = "killed"  # a wrong value: first offending index, expected, actual
+NAN = "nan"  # NaN or inf where a finite value was due
+CRASHED = "crashed"  # the implementation raised or returned something that is not an answer
+HUNG = "hung"  # the implementation ran past the per-call time limit or took its process down
+SURVIVED = "survived"  # the property held on every case
+NA = "n/a"  # the implementation lacks what the detector needs
+ERROR = "error"  # the detector itself failed: never a kill
+
+CAUGHT = (KILLED, NAN, CRASHED, HUNG)
+VERDICTS = (KILLED, NAN, CRASHED, HUNG, SURVIVED, NA, ERROR)
+
+
+@dataclass
+class Evidence:
+    """Why a detector flagged: the call, where it went wrong and how to see it again."""
+
+    call: str  # "attention(Q (2, 4, 5) float64, K (2, 6, 5), V (2, 6, 7), mask (2, 1, 6) bool)"
+    expected: str = ""
+    actual: str = ""
+    index: tuple | None = None
+    case: str = ""  # battery case name
+    snippet: str = ""  # a runnable reproduction
+
+    def to_json(self):
+        return {
+            "call": self.call,
+            "case": self.case,
+            "index": None if self.index is None else list(self.index),
+            "expected": self.expected,
+            "actual": self.actual,
+            "snippet": self.snippet,
+        }
+
+
+@dataclass
+class Finding:
+    """One detector's verdict on one implementation."""
+
+    detector: str
+    target: str
+    verdict: str
+    message: str = ""
+    evidence: Evidence | None = None
+    calls: int = 0
+    seconds: float = 0.0  # wall time of the whole check
+    impl_seconds: float = 0.0  # time spent inside the implementation's own calls
+    notes: list = field(default_factory=list)
+
+    @property
+    def caught(self):
+        return self.verdict in CAUGHT
+
+    @classmethod
+    def from_json(cls, data):
+        ev = data.get("evidence")
+        evidence = None
+        if ev:
+            index = None if ev["index"] is None else tuple(ev["index"])
+            evidence = Evidence(ev["call"], ev["expected"], ev["actual"], index, ev["case"],
+                                ev["snippet"])
+        return cls(data["detector"], data["target"], data["verdict"], data["message"], evidence,
+                   data["calls"], data["seconds"], data["impl_seconds"], list(data["notes"]))
+
+    def to_json(self):
+        return {
+            "detector": self.detector,
+            "target": self.target,
+            "verdict": self.verdict,
+            "message": self.message,
+            "evidence": None if self.evidence is None else self.evidence.to_json(),
+            "calls": self.calls,
+            "seconds": round(self.seconds, 6),
+            "impl_seconds": round(self.impl_seconds, 6),
+            "notes": list(self.notes),
+        }
+
+
+class Flag(Exception):
+    """Raised inside a detector when the property fails; becomes a killed or nan verdict."""
+
+    def __init__(self, expected, actual, evidence, verdict=KILLED):
+        super().__init__(f"expected {expected}, got {actual}")
+        self.verdict = verdict
+        self.evidence = evidence
+        evidence.expected, evidence.actual = expected, actual
+
+
+class ImplementationFailure(Exception):
+    """The implementation raised, hung, died or returned a non-answer during a call."""
+
+    def __init__(self, verdict, what, call):
+        super().__init__(what)
+        self.verdict = verdict
+        self.what = what
+        self.call = call
+
+
+class NotApplicable(Exception):
+    """The implementation lacks a function or feature the detector needs."""
+
+
+def envelope(detector, expected, actual, call):
+    return f"[{detector}] expected {expected}, got {actual} [{call}]"

@@ -1,0 +1,60 @@
+"""Heads do not talk to each other: a head's output depends on its own query, key and value only.
+
+A perturbation oracle across the head axis (-3). Changing query head h moves output head h
+alone; changing key/value head j moves exactly the query heads it serves — head j, or with
+grouped-query attention the g consecutive heads j·g … j·g+g−1. A softmax across heads, heads
+merged in the wrong order, or key/value heads shared with the wrong query heads all spill over.
+"""
+
+import numpy as np
+
+from detectors.harness import expect
+from detectors.harness.tolerance import allowance
+from detectors.harness.verdict import NotApplicable
+
+PROPERTY = "Changing one head's query (or key/value) changes only the output heads that head feeds."
+CLAUSES = ("C3", "S4")
+ORACLE = "perturbation"
+BUMP = 1.5
+
+
+def served(call, j):
+    """Query heads that read key/value head j."""
+    H = call.q.shape[-3]
+    g = H // call.k.shape[-3] if call.gqa else 1
+    return np.arange(H) // g == j
+
+
+def check(subject, battery):
+    alignment = subject.target.causal_alignment
+    calls = [c for c in battery.calls(subject.contract, lambda s: len(s.q) >= 4 and
+                                      len(s.k) == len(s.q) and s.q[-3] > 1)
+             if subject.supports(c)]
+    if not calls:
+        if subject.contract == "lesson":
+            subject.need("attention")
+        raise NotApplicable("no multi-head call in the battery suits this target")
+    for call in calls:
+        base = subject.attend(call)
+        out = call.expected(alignment)[0]
+        expect.same_shape(subject, [base], base.out, out.shape, "out", call.name)
+        atol = allowance(subject, call, out)
+        H, H_kv = call.q.shape[-3], call.k.shape[-3]
+        for h in sorted({0, H - 1}):
+            q = call.q.copy()
+            q[..., h, :, :] += BUMP
+            moved = subject.attend(call.with_(q=q))
+            others = np.arange(H) != h
+            expect.close(subject, [base, moved], moved.out[..., others, :, :],
+                         base.out[..., others, :, :], atol, f"out[..., heads != {h}, :, :]",
+                         call.name, f"changing query head {h} should leave other heads unchanged")
+        for j in sorted({0, H_kv - 1}):
+            k, v = call.k.copy(), call.v.copy()
+            k[..., j, :, :] += BUMP
+            v[..., j, :, :] += BUMP
+            moved = subject.attend(call.with_(k=k, v=v))
+            others = ~served(call, j)
+            expect.close(subject, [base, moved], moved.out[..., others, :, :],
+                         base.out[..., others, :, :], atol,
+                         f"out[..., heads not served by {j}, :, :]", call.name,
+                         f"changing key/value head {j} should move only the query heads it serves")

@@ -1,0 +1,75 @@
+"""The lessons' worked examples come out as the lessons print them.
+
+The first thing a student checks, and the cheapest oracle there is: a handful of inputs whose
+answers were worked out by hand. It catches gross mistakes (no scaling, the wrong mask, the wrong
+axis) on the lessons' own 3-token examples, and nothing that needs a batch, a head or a
+rectangular mask to show.
+"""
+
+import numpy as np
+
+from detectors.harness import expect, lessons
+from detectors.harness.battery import Call, SelfCall, SelfSpec, SoftmaxCall, Spec
+from detectors.harness.tolerance import allowance
+
+PROPERTY = "The lessons' worked examples (seeds 000 and 003) give the numbers the lessons print."
+CLAUSES = ("C1", "C2", "C3", "C4")
+ORACLE = "known-answer"
+
+
+def example(name, q, mask, subject):
+    """A lesson example as a call the subject's contract can make: (3, 2), or (1, 1, 3, 2)."""
+    k, v = lessons.K, lessons.V
+    if subject.contract == "sdpa":
+        q, k, v = (a[None, None] for a in (q, k, v))
+        mask = None if mask is None else mask[None, None]
+    spec = Spec(name, q.shape, k.shape, v.shape, mask=None if mask is None else "given",
+                mask_shape=None if mask is None else mask.shape)
+    return Call(spec, q, k, v, mask, name=name)
+
+
+def unbatched(a, shape):
+    """Drop the (1, 1) an SDPA call adds, and nothing else."""
+    while a.ndim > len(shape) and a.shape[0] == 1:
+        a = a[0]
+    return a
+
+
+def compare(subject, answer, call, weights, out, case):
+    got_w, got_out = unbatched(answer.weights, weights.shape), unbatched(answer.out, out.shape)
+    expect.close(subject, [answer], got_w, weights,
+                 allowance(subject, call, weights, what="weights"), "weights", case)
+    expect.close(subject, [answer], got_out, out, allowance(subject, call, out), "out", case)
+
+
+def check(subject, battery):
+    if subject.contract == "lesson" and not subject.manifest.lacks("causal_mask"):
+        answer = subject.causal_mask(3)
+        expect.equal(subject, [answer], answer.out, lessons.MASK003, "mask", "seed 003 mask")
+    if subject.contract == "lesson" and not subject.manifest.lacks("softmax"):
+        call = SoftmaxCall(lessons.SOFTMAX_X, "seed 000 softmax")
+        answer = subject.softmax(call.x)
+        expect.close(subject, [answer], answer.out, lessons.SOFTMAX_EXACT,
+                     allowance(subject, call, lessons.SOFTMAX_EXACT), "softmax", call.name)
+    if subject.contract == "sdpa" or not subject.manifest.lacks("attention"):
+        for name, q, mask, weights, out in (
+            ("seed 000 example", lessons.Q000, None, lessons.WEIGHTS000_EXACT,
+             lessons.OUT000_EXACT),
+            ("seed 003 example", lessons.Q003, lessons.MASK003, lessons.WEIGHTS003_EXACT,
+             lessons.OUT003_EXACT),
+        ):
+            call = example(name, q, mask, subject)
+            compare(subject, subject.attend(call, weights=True), call, weights, out, name)
+        call = example("seed 003 unmasked", lessons.Q003, None, subject)
+        answer = subject.attend(call, weights=True)
+        row = unbatched(answer.weights, (3, 3))[0]
+        expect.close(subject, [answer], row, lessons.UNMASKED003_ROW0_EXACT,
+                     allowance(subject, call, row, what="weights"), "weights[0]",
+                     "seed 003 unmasked")
+    if subject.contract == "sdpa" or not subject.manifest.lacks("causal_self_attention"):
+        x = np.eye(3)  # X = I makes the projections the lesson's Q, K, V
+        call = SelfCall(SelfSpec("seed 003 via X = I", (3, 3), 2, 2), x, lessons.Q003,
+                        lessons.K, lessons.V, "seed 003 via X = I")
+        answer = subject.self_attend(call, weights=True)
+        compare(subject, answer, call, lessons.WEIGHTS003_EXACT, lessons.OUT003_EXACT,
+                "seed 003 causal_self_attention(I, Q, K, V)")

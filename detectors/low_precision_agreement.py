@@ -1,0 +1,57 @@
+"""At float32, float16 and bfloat16, the error is no worse than careful code makes at that precision.
+
+Special inputs by precision (C6). The allowance is derived, not tuned: this repository's
+reference runs the same call at the same precision, its error against the float64 loop oracle
+is measured, and the implementation may err by a small multiple of that (as flash-attention's
+tests do). Casting to half "for speed", a fill value that overflows (−1e9 is −inf in float16),
+``0 · −inf`` in an additive mask, or exp without the max subtraction all blow far past it.
+"""
+
+from detectors.harness import expect
+from detectors.harness.tolerance import allowance
+
+PROPERTY = "At float32/float16/bfloat16 the error against float64 attention is at most a small multiple of the reference's own."
+CLAUSES = ("C6",)
+ORACLE = "special-input"
+
+
+def precisions(subject):
+    low = ("float32", "float16") + (("bfloat16",) if subject.backend == "torch" else ())
+    return tuple(d for d in low if d != subject.dtype) or low
+
+
+def check(subject, battery):
+    lesson = subject.contract == "lesson"
+    alignment = subject.target.causal_alignment
+    tested = False
+    for dtype in precisions(subject):
+        if lesson and not subject.manifest.lacks("softmax"):
+            for call in battery.softmax:
+                answer = subject.softmax(call.x, dtype=dtype)
+                want = call.expected()
+                expect.close(subject, [answer], answer.out, want,
+                             allowance(subject, call, want, dtype), "softmax",
+                             f"{call.name} at {dtype}")
+            tested = True
+        if not lesson or not subject.manifest.lacks("attention"):
+            for call in battery.calls(subject.contract):
+                if not subject.supports(call):
+                    continue
+                answer = subject.attend(call, weights=lesson, dtype=dtype)
+                out, weights = call.expected(alignment)
+                expect.close(subject, [answer], answer.out, out,
+                             allowance(subject, call, out, dtype), "out", f"{call.name} at {dtype}")
+                if lesson:
+                    expect.close(subject, [answer], answer.weights, weights,
+                                 allowance(subject, call, weights, dtype, "weights"), "weights",
+                                 f"{call.name} at {dtype}")
+            tested = True
+        if not lesson or not subject.manifest.lacks("causal_self_attention"):
+            for call in battery.self_attention:
+                answer = subject.self_attend(call, dtype=dtype)
+                out = call.expected()[0]
+                expect.close(subject, [answer], answer.out, out,
+                             allowance(subject, call, out, dtype), "out", f"{call.name} at {dtype}")
+            tested = True
+    if not tested:
+        subject.need("softmax", "attention", "causal_self_attention")

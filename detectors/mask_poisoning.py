@@ -1,0 +1,59 @@
+"""What no query may see cannot matter: huge values in forbidden keys and values change nothing.
+
+A poisoning oracle. Padding positions carry whatever the embedding of a pad token is — in real
+batches, garbage. Keys that every query is forbidden from are set to enormous finite values
+(their values too): a mask applied with −∞ ignores them, a large negative fill (−1e9 added to
+a score of 1e12) or a mask applied to the weights after the fact lets them through.
+"""
+
+import numpy as np
+
+from detectors.harness import expect
+from detectors.harness.allowed import dead_keys
+from detectors.harness.tolerance import allowance
+from detectors.harness.verdict import NotApplicable
+
+PROPERTY = "Setting keys and values that no query may attend to huge finite values changes nothing."
+CLAUSES = ("C3", "S1")
+ORACLE = "perturbation"
+POISON = {"float64": 1e12, "float32": 1e12, "bfloat16": 1e12, "float16": 512.0}
+VALUE_POISON = {"float64": 1e12, "float32": 1e12, "bfloat16": 1e12, "float16": 3e4}
+
+
+def last_key_forbidden(call):
+    """The call with its last key forbidden to every query, so there is a key to poison."""
+    if call.mask is not None:
+        mask = np.array(call.mask, copy=True)
+        mask[..., -1] = False
+        return call.with_(mask=mask, name=call.name + " (last key masked)")
+    bias = np.array(call.bias, copy=True)
+    bias[..., -1] = -np.inf
+    return call.with_(bias=bias, name=call.name + " (last key masked)")
+
+
+def check(subject, battery):
+    if subject.contract == "lesson":
+        subject.need("attention")
+    alignment = subject.target.causal_alignment
+    masked = [c for c in battery.calls(subject.contract)
+              if subject.supports(c) and (c.mask is not None or c.bias is not None)]
+    if not masked:
+        raise NotApplicable("no masked call in the battery suits this target")
+    cases = [c for c in masked if dead_keys(c, alignment).any()]
+    cases += [last_key_forbidden(c) for c in masked if not c.causal and c.mask is not None
+              and c.mask.shape[-1] == c.k.shape[-2]]
+    for call in cases:
+        dead = dead_keys(call, alignment)  # (..., S) shaped like K's leading dims
+        if not dead.any():
+            continue
+        base = subject.attend(call)
+        out = call.expected(alignment)[0]
+        expect.same_shape(subject, [base], base.out, out.shape, "out", call.name)
+        k, v = call.k.copy(), call.v.copy()
+        signs = np.where(np.arange(k.shape[-1]) % 2 == 0, 1.0, -1.0)  # some scores up, some down
+        k[dead] = POISON[subject.dtype] * signs
+        v[dead] = VALUE_POISON[subject.dtype]
+        poisoned = subject.attend(call.with_(k=k, v=v))
+        expect.close(subject, [base, poisoned], poisoned.out, base.out,
+                     allowance(subject, call, out), "out", call.name,
+                     "keys and values no query may see were set to huge values")

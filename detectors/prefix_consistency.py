@@ -1,0 +1,74 @@
+"""Decoding token by token gives what the full causal forward gives.
+
+A metamorphic relation that ties causal attention to generation: the output for token t depends
+on tokens 0..t only, so running on the prefix X[:t+1] — or decoding token t alone as one query
+against the keys and values cached so far, with no mask at all — must reproduce row t of the
+full forward. Statistics taken over the whole sequence, a mask sized by the wrong axis or a
+causal mask misaligned for a single query all break it.
+"""
+
+from dataclasses import replace
+
+
+from detectors.harness import expect
+from detectors.harness.battery import Call, Spec
+from detectors.harness.tolerance import allowance
+
+PROPERTY = "Row t of causal self-attention equals the prefix run on tokens 0..t and the one-query decode step t."
+CLAUSES = ("C4", "S2")
+ORACLE = "metamorphic"
+
+
+def decode_step(call, t, sdpa):
+    """Query t against keys/values 0..t, no mask: the KV-cache decode step."""
+    q, k, v = call.projections()  # (..., T, d_k), (..., T, d_k), (..., T, d_v)
+    q, k, v = q[..., t:t + 1, :], k[..., :t + 1, :], v[..., :t + 1, :]
+    if sdpa:
+        lead = (q.shape[0] if q.ndim == 3 else 1, 1)
+        q, k, v = (a.reshape(lead + a.shape[-2:]) for a in (q, k, v))
+    spec = Spec(f"{call.name} decode {t}", q.shape, k.shape, v.shape)
+    return Call(spec, q, k, v, name=spec.name)
+
+
+def check(subject, battery):
+    sdpa = subject.contract == "sdpa"
+    if not sdpa:
+        subject.need("causal_self_attention")
+    bottom_right = sdpa and subject.target.causal_alignment == "bottom-right"
+    for call in battery.self_attention:
+        full = subject.self_attend(call)
+        out = call.expected()[0]
+        expect.same_shape(subject, [full], full.out, out.shape, "out", call.name)
+        atol = allowance(subject, call, out)
+        T = call.x.shape[-2]
+        for t in range(1, T):
+            prefix = subject.self_attend(replace(call, x=call.x[..., :t, :].copy(),
+                                                 name=f"{call.name} prefix {t}"))
+            expect.close(subject, [full, prefix], prefix.out, full.out[..., :t, :], atol,
+                         f"out[..., :{t}, :]", call.name,
+                         f"the prefix of {t} tokens should reproduce the first {t} rows")
+        if sdpa or not subject.manifest.lacks("attention"):
+            for t in range(T):
+                step = subject.attend(decode_step(call, t, sdpa))
+                got = step.out.reshape(full.out[..., t:t + 1, :].shape) \
+                    if step.out.size == full.out[..., t:t + 1, :].size else step.out
+                expect.close(subject, [full, step], got, full.out[..., t:t + 1, :], atol,
+                             f"out[..., {t}:{t + 1}, :]", call.name,
+                             f"decoding token {t} against the cached keys should give row {t}")
+        if bottom_right:
+            chunk_prefill(subject, call, full, atol)
+
+
+def chunk_prefill(subject, call, full, atol):
+    """Bottom-right alignment only: queries t0..T against keys 0..T with is_causal."""
+    whole = subject.projected(call)  # (N, 1, T, d) with is_causal
+    q, k, v = whole.q, whole.k, whole.v
+    T = q.shape[-2]
+    t0 = T // 2
+    spec = Spec(f"{call.name} chunk {t0}:{T}", q[..., t0:, :].shape, k.shape, v.shape,
+                causal=True)
+    chunk = subject.attend(Call(spec, q[..., t0:, :].copy(), k, v, name=spec.name))
+    want = full.out[..., t0:, :]
+    got = chunk.out.reshape(want.shape) if chunk.out.size == want.size else chunk.out
+    expect.close(subject, [full, chunk], got, want, atol, f"out[..., {t0}:, :]", call.name,
+                 "a bottom-right causal chunk of queries should reproduce the last rows")

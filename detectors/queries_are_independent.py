@@ -1,0 +1,38 @@
+"""Each query reads the keys on its own: changing query i changes output row i and no other.
+
+A perturbation oracle. Softmax normalises each query's row separately, so nothing about query i
+can reach another row. A softmax over the query axis, scores normalised by statistics of the
+whole matrix, or batch items sharing a normaliser all let one query move another's output.
+"""
+
+import numpy as np
+
+from detectors.harness import expect
+from detectors.harness.tolerance import allowance
+
+PROPERTY = "Changing query i changes output row i only; every other row stays as it was."
+CLAUSES = ("C3",)
+ORACLE = "perturbation"
+BUMP = 1.5
+
+
+def check(subject, battery):
+    if subject.contract == "lesson":
+        subject.need("attention")
+    alignment = subject.target.causal_alignment
+    for call in battery.calls(subject.contract):
+        L = call.q.shape[-2]
+        if not subject.supports(call) or L < 2:
+            continue
+        base = subject.attend(call)
+        out = call.expected(alignment)[0]
+        expect.same_shape(subject, [base], base.out, out.shape, "out", call.name)
+        atol = allowance(subject, call, out)
+        for i in sorted({0, L // 2, L - 1}):
+            q = call.q.copy()
+            q[..., i, :] += BUMP
+            moved = subject.attend(call.with_(q=q))
+            others = np.arange(L) != i
+            expect.close(subject, [base, moved], moved.out[..., others, :],
+                         base.out[..., others, :], atol, f"out[..., rows != {i}, :]", call.name,
+                         f"changing query {i} should leave every other row unchanged")

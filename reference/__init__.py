@@ -1,0 +1,65 @@
+"""The contract: what correct scaled dot-product attention must do.
+
+Every implementation in the zoo, every decoy and every detector refers to the clauses below by
+their labels; a detector states one of them as a property and tests it through behaviour.
+
+The lesson contract (seed 003, «Практика»), for NumPy arrays and torch tensors alike:
+
+C1  ``causal_mask(T)`` returns a bool array of shape ``(T, T)``, True where token i may attend
+    to token j, that is where ``j <= i``.
+C2  ``softmax(x)`` is the softmax over the last axis: every row is non-negative and sums to 1,
+    ``softmax(x + c) == softmax(x)`` for a constant ``c`` per row, so large inputs never
+    overflow, and an entry of ``-inf`` gets weight exactly 0.
+C3  ``attention(Q, K, V, mask=None)`` returns ``(out, weights)``. Q is ``(..., T_q, d_k)``,
+    K ``(..., T_k, d_k)``, V ``(..., T_k, d_v)``; leading dims broadcast. ``mask`` is bool and
+    broadcastable to ``(..., T_q, T_k)``, True = may attend.
+    ``weights = softmax(Q Kᵀ / √d_k)`` with masked scores at ``-inf``; ``out = weights @ V``.
+C4  ``causal_self_attention(X, W_q, W_k, W_v)`` returns
+    ``attention(X W_q, X W_k, X W_v, causal_mask(T))`` for X of shape ``(T, d_model)`` or
+    ``(B, T, d_model)``.
+C5  A query row with no allowed key gets all-zero weights and an all-zero output row, never
+    NaN (what ``torch.nn.functional.scaled_dot_product_attention`` returns since 2.5).
+C6  The output dtype follows the input dtype. At float32, float16 and bfloat16 the error
+    against exact (float64) attention is at most a small multiple of this reference's own
+    error at that precision.
+C7  A call has no side effects and no memory: the caller's arrays are never modified, and the
+    same call returns bit-identical results, whatever was called before it.
+
+The SDPA contract: a callable with the signature of
+``torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask=None,
+dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False)`` that returns the output only,
+for shapes ``(N, ..., H, L, E)``. C5, C6 and C7 hold for it too, and:
+
+S1  A bool ``attn_mask`` is True where a query may attend (declared otherwise with the
+    ``drop`` convention of ``nn.MultiheadAttention``); a float ``attn_mask`` is added to the
+    scaled scores. Both broadcast to ``(..., L, S)``.
+S2  ``is_causal`` lets query i attend key j when ``j <= i`` (top-left alignment), or when
+    ``j <= i + S - L`` where bottom-right alignment is declared (flash-attention >= 2.1).
+S3  ``scale`` multiplies ``query @ keyᵀ`` and defaults to ``1/√E``.
+S4  With ``enable_gqa``, key/value head j serves the ``g = H_q / H_kv`` consecutive query heads
+    ``j·g … j·g + g − 1``.
+S5  ``dropout_p`` zeroes each weight with probability p and scales the survivors by
+    ``1/(1 − p)``; with ``dropout_p=0`` nothing is random.
+S6  Where autograd applies, the backward pass gives the gradients of the forward pass.
+
+Implementations here: :mod:`reference.lesson_numpy` and :mod:`reference.lesson_torch` (the lesson
+contract), :mod:`reference.sdpa` (the SDPA contract), and :mod:`reference.loop_oracle`, plain
+Python loops over queries and keys that the differential detector trusts instead of the
+vectorised code, so the reference is never its own judge.
+"""
+
+CLAUSES = {
+    "C1": "causal_mask(T) is bool (T, T), True where j <= i",
+    "C2": "softmax is over the last axis, shift-invariant and exactly 0 at -inf",
+    "C3": "attention returns (softmax(QKᵀ/√d_k, masked to -inf), weights @ V) for broadcast shapes",
+    "C4": "causal_self_attention is attention of the projections under causal_mask(T)",
+    "C5": "a row with no allowed key gives zero weights and a zero output row, never NaN",
+    "C6": "the output dtype follows the input; low-precision error is bounded by the reference's",
+    "C7": "no side effects and no memory: inputs untouched, repeated calls bit-identical",
+    "S1": "bool attn_mask True = attend (or the declared convention); float attn_mask is added",
+    "S2": "is_causal is aligned top-left (or the declared bottom-right) when L != S",
+    "S3": "scale multiplies QKᵀ and defaults to 1/√E",
+    "S4": "enable_gqa: key/value head j serves query heads j·g … j·g+g-1",
+    "S5": "dropout zeroes with probability p and rescales by 1/(1-p); p = 0 is deterministic",
+    "S6": "the backward pass gives the gradients of the forward pass",
+}

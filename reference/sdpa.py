@@ -1,0 +1,58 @@
+"""``torch.nn.functional.scaled_dot_product_attention``'s documented semantics, written out.
+
+The lesson's attention with PyTorch's extra arguments: a float mask, ``is_causal``, ``scale``,
+dropout and grouped-query heads. Each step is a method so a zoo entry can get one of them wrong.
+``attnzoo check reference/sdpa.py:scaled_dot_product_attention`` comes out clean.
+"""
+
+import math
+
+import torch
+
+from reference.lesson_torch import LessonTorch
+
+
+class ScaledDotProductAttention(LessonTorch):
+    """Callable with F.scaled_dot_product_attention's signature; returns the output only."""
+
+    def __call__(
+        self,
+        query,
+        key,
+        value,
+        attn_mask=None,
+        dropout_p=0.0,
+        is_causal=False,
+        scale=None,
+        enable_gqa=False,
+    ):
+        L, S, E = query.shape[-2], key.shape[-2], query.shape[-1]
+        if enable_gqa:
+            key, value = self.share_kv_heads(query, key, value)  # (N, ..., H_q, S, E|Ev)
+        factor = 1 / math.sqrt(E) if scale is None else scale
+        scores = query @ key.transpose(-2, -1) * factor  # (N, ..., H, L, S)
+        scores = scores + self.bias(attn_mask, is_causal, L, S, query)  # -inf where forbidden
+        weights = self.softmax(scores)  # (N, ..., H, L, S), empty rows are 0
+        if dropout_p > 0:
+            weights = torch.nn.functional.dropout(weights, dropout_p)  # survivors scaled 1/(1-p)
+        return weights @ value  # (N, ..., H, L, Ev)
+
+    def bias(self, attn_mask, is_causal, L, S, query):
+        bias = torch.zeros(L, S, dtype=query.dtype, device=query.device)  # (L, S)
+        if is_causal:
+            allowed = torch.ones(L, S, dtype=torch.bool, device=query.device).tril()  # top-left
+            bias = bias.masked_fill(~allowed, float("-inf"))
+        if attn_mask is None:
+            return bias
+        if attn_mask.dtype == torch.bool:
+            return torch.where(attn_mask, bias, float("-inf"))  # (..., L, S): False -> -inf
+        return bias + attn_mask  # a float mask is added to the scores
+
+    def share_kv_heads(self, query, key, value):
+        group = query.shape[-3] // key.shape[-3]  # g query heads per key/value head
+        key = key.repeat_interleave(group, dim=-3)  # (N, ..., H_q, S, E): head j -> j*g .. j*g+g-1
+        value = value.repeat_interleave(group, dim=-3)  # (N, ..., H_q, S, Ev)
+        return key, value
+
+
+scaled_dot_product_attention = ScaledDotProductAttention()

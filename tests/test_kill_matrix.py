@@ -1,0 +1,31 @@
+"""Every zoo row × every detector: the kill matrix, one test per cell.
+
+A cell fails when a bug survives a detector its metadata expects, when the reference or a decoy
+is flagged by anything, or when a detector errs. Ids read ``bug-backend-detector``, so
+``pytest -k causality`` runs one column and ``pytest -k mask-fill-zero`` one bug.
+"""
+
+import pytest
+
+from detectors import all_detectors, baseline_suites
+from detectors.harness import matrix
+from detectors.harness.plugin import PROPERTY
+from detectors.harness.runner import run
+
+ROWS = matrix.rows()
+BASELINES = {b.NAME for b in baseline_suites()}
+CELLS = [(row, det) for row in ROWS for det in all_detectors() + baseline_suites()]
+
+
+@pytest.mark.parametrize("row, detector", CELLS, ids=[f"{r.label}-{d.NAME}" for r, d in CELLS])
+def test_cell(row, detector, battery, record_property):
+    finding = run(detector, matrix.subject_for(row), battery)
+    record_property(PROPERTY, {"row": row.label, "finding": finding.to_json()})
+    kind = matrix.cell(row, detector.NAME, finding.verdict, detector.NAME in BASELINES)
+    if kind == "miss":
+        pytest.fail(f"{row.label} survived {detector.NAME}, which its metadata expects to "
+                    f"catch it: {finding.message}", pytrace=False)
+    if kind == "false":
+        pytest.fail(f"false alarm on the correct {row.label}: {finding.message}", pytrace=False)
+    if kind == "error":
+        pytest.fail(finding.message, pytrace=False)
