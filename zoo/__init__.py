@@ -35,6 +35,7 @@ SYMPTOMS = {
 BACKENDS = ("numpy", "torch", "sdpa")
 ATTRIBUTES = {"numpy": "NUMPY", "torch": "TORCH", "sdpa": "SDPA"}
 ID_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+TODO = "TODO"  # a scaffolded field not filled in yet: imports, but tests/test_zoo.py fails
 
 
 @dataclass(frozen=True)
@@ -96,9 +97,9 @@ def _validate_bug(bug, where, detectors):
             raise ZooError(f"{where}: BUG.{name} must be a non-empty string")
     if not ID_PATTERN.match(bug.id):
         raise ZooError(f"{where}: BUG.id {bug.id!r} must be kebab-case, like 'mask-fill-zero'")
-    if bug.category not in CATEGORIES:
+    if bug.category not in CATEGORIES and not bug.category.startswith(TODO):
         raise ZooError(f"{where}: BUG.category {bug.category!r} is not one of {sorted(CATEGORIES)}")
-    if bug.symptom not in SYMPTOMS:
+    if bug.symptom not in SYMPTOMS and not bug.symptom.startswith(TODO):
         raise ZooError(f"{where}: BUG.symptom {bug.symptom!r} is not one of {sorted(SYMPTOMS)}")
     if not isinstance(bug.source, str):
         raise ZooError(f"{where}: BUG.source must be a string (the seed section, or '')")

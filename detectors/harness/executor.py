@@ -65,15 +65,18 @@ def _raise_timeout(signum, frame):
 class Isolated:
     """Runs the implementation in a worker process, restarted after a hang or a crash."""
 
-    def __init__(self, target, call_seconds=CALL_SECONDS, load_seconds=LOAD_SECONDS):
+    def __init__(self, target=None, call_seconds=CALL_SECONDS, load_seconds=LOAD_SECONDS):
         self.target = target
         self.call_seconds = call_seconds
         self.load_seconds = load_seconds
         self.notes = []
         self.proc = self.conn = self.output = None
-        self.manifest = self._start()
+        self.manifest = None
+        self._spawn()
+        if target is not None:
+            self.use(target)
 
-    def _start(self):
+    def _spawn(self):
         parent, child = socket.socketpair()
         self.output = tempfile.TemporaryFile()
         env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -87,22 +90,33 @@ class Isolated:
         )
         child.close()
         self.conn = Connection(parent.detach())
-        self.conn.send(self.target)
+
+    def _ask(self, message, what):
+        """Send a loading message; any failure to answer is the target's fault: BadTarget."""
         try:
-            reply = self._receive(self.load_seconds, "importing the target")
+            self.conn.send(message)
+            reply = self._receive(self.load_seconds, what)
         except ImplementationFailure as e:
-            raise BadTarget(f"{self.target.locator}: {e.what} while importing it: fix the module")
+            raise BadTarget(f"{what}: {e.what}: fix the module") from None
         if reply[0] == "bad":
-            self.close()
             raise BadTarget(reply[1])
         return reply[1]
 
+    def describe(self, locator):
+        return self._ask(("describe", locator), f"{locator} while importing it")
+
+    def use(self, target):
+        self.target = target
+        self.manifest = self._ask(("target", target), f"{target.locator} while importing it")
+        return self.manifest
+
     def run(self, request):
         if self.proc is None:
-            self.manifest = self._start()
+            self._spawn()
+            self.use(self.target)
         limit = limit_for(request, self.call_seconds)
         try:
-            self.conn.send(request)
+            self.conn.send(("call", request))
         except OSError:
             self._died(request.describe())
         reply = self._receive(limit, request.describe())

@@ -58,7 +58,8 @@ def rows():
 
     out = [Row("reference", "reference", b, loc) for b, loc in REFERENCE_ROWS]
     order = list(zoo.CATEGORIES)
-    for entry in sorted(zoo.BUGS, key=lambda e: (order.index(e.meta.category), e.id)):
+    rank = lambda e: order.index(e.meta.category) if e.meta.category in order else len(order)  # noqa: E731
+    for entry in sorted(zoo.BUGS, key=lambda e: (rank(e), e.id)):
         for backend in entry.backends:
             out.append(Row("bug", entry.id, backend, entry.locator(backend), entry.meta.category,
                            tuple(entry.meta.caught_by)))

@@ -209,7 +209,7 @@ class _Torch:
         torch = self.torch
         if not isinstance(a, np.ndarray):
             return a
-        t = torch.from_numpy(np.ascontiguousarray(a))
+        t = torch.from_numpy(np.array(a, copy=True))  # never share memory with the caller's array
         if a.dtype != bool:
             t = t.to(dtype)
         return t.to(self.device)

@@ -19,6 +19,8 @@ from detectors.harness.verdict import (
 def run(detector, subject, battery):
     """The detector's verdict on the subject; never raises for the implementation's sake."""
     subject.calls, subject.impl_seconds = 0, 0.0
+    notes = getattr(subject.executor, "notes", [])
+    seen = len(notes)
     finding = Finding(detector.NAME, subject.name, SURVIVED)
     start = time.perf_counter()
     try:
@@ -48,7 +50,7 @@ def run(detector, subject, battery):
         )
     finding.seconds = time.perf_counter() - start
     finding.calls, finding.impl_seconds = subject.calls, subject.impl_seconds
-    finding.notes = list(getattr(subject.executor, "notes", []))
+    finding.notes = list(notes[seen:])  # what the implementation did during this detector
     return finding
 
 

@@ -125,6 +125,22 @@ def _one_line(exc):
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def describe(obj):
+    """What a loaded locator is: a zoo file, a lesson-style module or object, or a callable."""
+    meta = getattr(obj, "BUG", None) or getattr(obj, "DECOY", None)
+    if inspect.ismodule(obj) and meta is not None:
+        names = {"numpy": "NUMPY", "torch": "TORCH", "sdpa": "SDPA"}
+        found = {b: a for b, a in names.items() if hasattr(obj, a)}
+        return {"kind": "zoo", "id": getattr(meta, "id", "?"), "implementations": found}
+    lesson = [fn for fn in LESSON_FUNCTIONS if callable(getattr(obj, fn, None))]
+    if inspect.ismodule(obj) or (lesson and not inspect.isroutine(obj)):
+        return {"kind": "lesson", "functions": lesson}
+    if callable(obj):
+        return {"kind": "callable"}
+    raise BadTarget(f"{type(obj).__name__} object is neither a module nor callable: "
+                    "name a function as file.py:func")
+
+
 def manifest(obj, target):
     """Check signatures and list what the target offers; raise BadTarget if nothing usable."""
     if target.contract == "sdpa":

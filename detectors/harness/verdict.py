@@ -33,7 +33,7 @@ class Evidence:
         return {
             "call": self.call,
             "case": self.case,
-            "index": None if self.index is None else list(self.index),
+            "index": None if self.index is None else [int(i) for i in self.index],
             "expected": self.expected,
             "actual": self.actual,
             "snippet": self.snippet,

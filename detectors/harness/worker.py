@@ -1,8 +1,9 @@
-"""The worker process behind ``Isolated``: loads one target and answers requests until EOF.
+"""The worker process behind ``Isolated``: loads targets and answers requests until EOF.
 
-Protocol over the socket given as argv[1]: the parent sends a Target, the worker answers
-``("ready", manifest)`` or ``("bad", message)``; then for each Request it answers
-``("ok", Result)`` or ``("fail", verdict, what)``.
+Protocol over the socket given as argv[1], one message each way at a time:
+``("describe", locator)`` → ``("described", info)`` | ``("bad", message)``;
+``("target", Target)`` → ``("ready", Manifest)`` | ``("bad", message)``;
+``("call", Request)`` → ``("ok", Result)`` | ``("fail", verdict, what)``.
 """
 
 import sys
@@ -11,28 +12,37 @@ from multiprocessing.connection import Connection
 
 def main(fd):
     conn = Connection(fd)
-    target = conn.recv()
     from detectors.harness import probes
-    from detectors.harness.target import BadTarget, load, manifest
+    from detectors.harness.target import BadTarget, describe, load, manifest
     from detectors.harness.verdict import ImplementationFailure
 
-    try:
-        obj = load(target.locator)
-        offered = manifest(obj, target)
-    except BadTarget as e:
-        conn.send(("bad", str(e)))
-        return
-    conn.send(("ready", offered))
+    loaded, target, offered = {}, None, None
     while True:
         try:
-            request = conn.recv()
+            verb, payload = conn.recv()
         except EOFError:
             return
         try:
-            reply = ("ok", probes.execute(obj, target, offered, request))
+            if verb == "describe":
+                reply = ("described", describe(_load(loaded, payload, load)))
+            elif verb == "target":
+                obj = _load(loaded, payload.locator, load)
+                target, offered = payload, manifest(obj, payload)
+                reply = ("ready", offered)
+            else:
+                obj = loaded[target.locator]
+                reply = ("ok", probes.execute(obj, target, offered, payload))
+        except BadTarget as e:
+            reply = ("bad", str(e))
         except ImplementationFailure as e:
             reply = ("fail", e.verdict, e.what)
         conn.send(reply)
+
+
+def _load(loaded, locator, load):
+    if locator not in loaded:
+        loaded[locator] = load(locator)
+    return loaded[locator]
 
 
 if __name__ == "__main__":

@@ -1,0 +1,315 @@
+"""``attnzoo``: check anyone's attention against the detectors; browse and grow the zoo.
+
+Exit codes: 0 nothing flagged, 1 a detector flagged the target, 2 bad input or usage,
+3 a detector itself failed (a bug in attnzoo, never counted as a verdict on the target).
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """Bad input: one line naming what is wrong and what to do."""
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return args.run(args)
+    except UsageError as e:
+        print(f"attnzoo: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="attnzoo",
+        description="Deliberately broken attention, and the detectors that catch every one.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("check", help="run the detectors on your attention implementation",
+                       description="Run every detector on a target: a lesson-style module "
+                       "(path/to/module.py) or an SDPA-style callable (file.py:func, "
+                       "package.module:func).")
+    p.add_argument("target", help="path/to/module.py, path/to/file.py:func or package.module:func")
+    p.add_argument("--backend", choices=("numpy", "torch"), default=None,
+                   help="what a lesson-style module's functions take (default: numpy)")
+    p.add_argument("--mask-convention", choices=("keep", "drop"), default="keep",
+                   help="bool mask: keep = True may attend (default); drop = True is masked")
+    p.add_argument("--causal-alignment", choices=("top-left", "bottom-right"),
+                   default="top-left", help="how is_causal aligns when L != S (default top-left)")
+    p.add_argument("--device", default="cpu", help="torch device for torch targets (default cpu)")
+    p.add_argument("--dtype", choices=("float64", "float32", "float16", "bfloat16"),
+                   default="float64", help="dtype of every call (default float64)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the case battery (default 0)")
+    p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="time limit per call (default 10)")
+    p.add_argument("--only", action="append", metavar="DETECTOR",
+                   help="run only this detector (repeatable)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("-v", "--verbose", action="store_true", help="also say why detectors are n/a")
+    p.set_defaults(run=cmd_check)
+
+    p = sub.add_parser("list", help="the catalogue: id, category, symptom, backends")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_list)
+
+    p = sub.add_parser("show", help="one entry: metadata, lesson, diff, who catches it")
+    p.add_argument("id")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(run=cmd_show)
+
+    p = sub.add_parser("matrix", help="the kill matrix, without pytest")
+    p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeat", type=int, default=1, help="draw the battery N times (cost scales)")
+    p.add_argument("--only", action="append", metavar="ID", help="only rows of this entry")
+    p.add_argument("--output", metavar="PATH", help="write there instead of stdout")
+    p.set_defaults(run=cmd_matrix)
+
+    p = sub.add_parser("new", help="scaffold a new zoo entry to fill in")
+    p.add_argument("id", help="kebab-case id, named for the mistake: softmax-over-batch")
+    p.set_defaults(run=cmd_new)
+
+    p = sub.add_parser("detectors", help="the detectors, their oracle kind and property")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_detectors)
+    return parser
+
+
+# -- check -----------------------------------------------------------------------------------
+
+
+def cmd_check(args):
+    from detectors import all_detectors, by_name
+    from detectors.harness.battery import Battery
+    from detectors.harness.executor import Isolated
+    from detectors.harness.report import SCHEMA, describe_target, exit_code, summarise, text
+    from detectors.harness.runner import run
+    from detectors.harness.subject import Subject
+    from detectors.harness.target import BadTarget
+
+    chosen = all_detectors()
+    if args.only:
+        names = by_name()
+        unknown = [n for n in args.only if n not in names]
+        if unknown:
+            raise UsageError(f"unknown detector {unknown[0]!r}: see 'attnzoo detectors'")
+        chosen = [names[n] for n in args.only]
+    if args.timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    _precheck(args.target)
+    battery = Battery(args.seed)
+    start = time.perf_counter()
+    executor = Isolated(call_seconds=args.timeout)
+    sections = []
+    try:
+        targets = _targets(executor, args)
+        for target in targets:
+            executor.use(target)
+            subject = Subject(target, executor, args.dtype)
+            findings = [run(d, subject, battery) for d in chosen]
+            sections.append({"target": describe_target(target, args.dtype, args.seed),
+                             "findings": findings, "summary": summarise(findings)})
+    except BadTarget as e:
+        raise UsageError(str(e)) from None
+    finally:
+        executor.close()
+    code = exit_code(sections)
+    if args.json:
+        doc = {
+            "schema": SCHEMA,
+            "command": "check",
+            "target": args.target,
+            "implementations": [
+                {"target": s["target"], "summary": s["summary"],
+                 "findings": [f.to_json() for f in s["findings"]]}
+                for s in sections
+            ],
+            "summary": summarise([f for s in sections for f in s["findings"]]),
+            "seconds": round(time.perf_counter() - start, 3),
+            "exit_code": code,
+        }
+        print(json.dumps(doc, indent=1, ensure_ascii=False))
+    else:
+        names = by_name()
+        print("\n\n".join(text(s, names, args.verbose) for s in sections))
+    return code
+
+
+def _precheck(target):
+    """Catch what needs no import: an empty string, a missing file, a malformed locator."""
+    from detectors.harness.target import BadTarget, _split
+
+    try:
+        path, sep, attr = _split(target)
+    except BadTarget as e:
+        raise UsageError(str(e)) from None
+    looks_like_file = path.endswith(".py") or os.sep in path
+    if looks_like_file and not os.path.exists(path):
+        raise UsageError(f"no such file: {path}: check the path")
+    if looks_like_file and not path.endswith(".py"):
+        raise UsageError(f"{path} is not a .py file: point at a Python module")
+
+
+def _targets(executor, args):
+    """The implementations a locator names, with the conventions the user declared."""
+    from detectors.harness.target import Target
+
+    info = executor.describe(args.target)
+    declared = dict(mask_convention=args.mask_convention, causal_alignment=args.causal_alignment,
+                    device=args.device)
+    if info["kind"] == "zoo":
+        path = args.target.split(":")[0]
+        return [
+            Target(f"{info['id']}/{backend}", f"{path}:{attr}",
+                   "sdpa" if backend == "sdpa" else "lesson",
+                   "numpy" if backend == "numpy" else "torch", **declared)
+            for backend, attr in info["implementations"].items()
+        ]
+    if info["kind"] == "lesson":
+        backend = args.backend or "numpy"
+        return [Target(args.target, args.target, "lesson", backend, **declared)]
+    if args.backend == "numpy":
+        raise UsageError(f"{args.target} is a callable: SDPA-style callables take torch tensors; "
+                         "drop --backend numpy")
+    return [Target(args.target, args.target, "sdpa", "torch", **declared)]
+
+
+# -- the catalogue ---------------------------------------------------------------------------
+
+
+def cmd_list(args):
+    import zoo
+
+    rows = [
+        {"id": e.id, "kind": "bug", "category": e.meta.category, "symptom": e.meta.symptom,
+         "backends": list(e.backends), "title": e.meta.title}
+        for e in sorted(zoo.BUGS, key=lambda e: (list(zoo.CATEGORIES).index(e.meta.category)
+                                                  if e.meta.category in zoo.CATEGORIES else 99,
+                                                  e.id))
+    ] + [
+        {"id": e.id, "kind": "decoy", "category": "correct", "symptom": "-",
+         "backends": list(e.backends), "title": e.meta.title}
+        for e in zoo.DECOYS
+    ]
+    if args.json:
+        print(json.dumps(rows, indent=1, ensure_ascii=False))
+        return 0
+    w = max(len(r["id"]) for r in rows)
+    print(f"{'id':<{w}}  {'category':<10} {'symptom':<7} {'backends':<17} title")
+    for r in rows:
+        print(f"{r['id']:<{w}}  {r['category']:<10} {r['symptom']:<7} "
+              f"{','.join(r['backends']):<17} {r['title']}")
+    bugs = sum(1 for r in rows if r["kind"] == "bug")
+    print(f"{bugs} bugs, {len(rows) - bugs} decoys")
+    return 0
+
+
+def cmd_show(args):
+    import zoo
+    from detectors.harness import matrix
+    from detectors.harness.diff import entry_diff
+
+    try:
+        entry = zoo.entry(args.id)
+    except KeyError:
+        raise UsageError(f"no zoo entry {args.id!r}: see 'attnzoo list'") from None
+    meta = entry.meta
+    print(f"{meta.id}: {meta.title}")
+    print(f"file:      zoo/{entry.path.relative_to(entry.path.parents[1 if entry.is_bug else 2])}")
+    if entry.is_bug:
+        print(f"category:  {meta.category}   symptom: {meta.symptom}   backends: "
+              f"{', '.join(entry.backends)}")
+        print(f"lesson:    {meta.lesson}")
+        if meta.source:
+            print(f"source:    {meta.source}")
+        print(f"seen in:   {meta.seen_in}")
+    else:
+        print(f"technique: {meta.technique}\nwhy it is correct: {meta.why_correct}")
+    print()
+    print(entry_diff(entry))
+    m = matrix.evaluate(seed=args.seed, select=lambda r: r.id == meta.id)
+    print()
+    for row in m.rows:
+        caught = m.caught_by(row, m.detectors)
+        print(f"{row.backend}: caught by {len(caught)}/{len(m.detectors)} detectors"
+              + (f": {', '.join(caught)}" if caught else ""))
+        for name in m.detectors:
+            kind = m.kind(row, name)
+            if kind in ("hit", "bonus", "crash", "miss", "false", "error"):
+                print(f"  {matrix.SYMBOLS[kind][0]} {m.findings[(row.label, name)].message}")
+        for name, why in getattr(meta, "gaps", {}).items():
+            print(f"  - {name} cannot catch it: {why}")
+    return 1 if m.failures() else 0
+
+
+def cmd_matrix(args):
+    from detectors.harness import matrix
+
+    if args.repeat < 1:
+        raise UsageError("--repeat must be at least 1")
+    only = set(args.only or ())
+    if only:
+        import zoo
+
+        known = {e.id for e in zoo.BUGS + zoo.DECOYS} | {"reference"}
+        missing = only - known
+        if missing:
+            raise UsageError(f"no zoo entry {sorted(missing)[0]!r}: see 'attnzoo list'")
+    m = matrix.evaluate(args.seed, args.repeat,
+                        select=(lambda r: r.id in only) if only else None)
+    if args.format == "json":
+        out = matrix.dumps(m)
+    elif args.format == "markdown":
+        out = m.render_markdown()
+    else:
+        out = m.render_text()
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(out + "\n")
+    else:
+        print(out)
+    return 1 if m.failures() else 0
+
+
+def cmd_detectors(args):
+    from detectors import all_detectors, baseline_suites
+
+    rows = [{"name": d.NAME, "oracle": d.ORACLE, "clauses": list(d.CLAUSES),
+             "property": d.PROPERTY} for d in all_detectors() + baseline_suites()]
+    if args.json:
+        print(json.dumps(rows, indent=1, ensure_ascii=False))
+        return 0
+    w = max(len(r["name"]) for r in rows)
+    for r in rows:
+        print(f"{r['name']:<{w}}  {r['oracle']:<13} {','.join(r['clauses']):<16} {r['property']}")
+    return 0
+
+
+def cmd_new(args):
+    from detectors.harness.scaffold import scaffold
+
+    try:
+        path = scaffold(args.id)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    print(f"created {path}: fill in BUG, make the mistake in the method and mark it '# BUG:',")
+    print(f"then run: attnzoo show {args.id}   (pytest -k {args.id} fails until it is complete)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

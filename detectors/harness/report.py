@@ -1,0 +1,88 @@
+"""The conformance report of ``attnzoo check``: one line per detector, then a summary.
+
+The JSON form is documented in docs/check-json.md; its ``schema`` field changes when a field
+changes meaning, never silently.
+"""
+
+from detectors.harness.verdict import CAUGHT, CRASHED, ERROR, HUNG, KILLED, NA, NAN, SURVIVED
+
+SCHEMA = "attnzoo.check/1"
+WORDS = {SURVIVED: "ok", KILLED: "FLAGGED", NAN: "NaN", CRASHED: "CRASH", HUNG: "HANG",
+         NA: "n/a", ERROR: "ERROR"}
+
+
+def summarise(findings):
+    counts = {v: sum(1 for f in findings if f.verdict == v) for v in WORDS}
+    flagged = sum(counts[v] for v in CAUGHT)
+    return {
+        "detectors": len(findings),
+        "passed": counts[SURVIVED],
+        "flagged": flagged,
+        "killed": counts[KILLED],
+        "nan": counts[NAN],
+        "crashed": counts[CRASHED],
+        "hung": counts[HUNG],
+        "not_applicable": counts[NA],
+        "errors": counts[ERROR],
+        "conformant": flagged == 0 and counts[ERROR] == 0 and counts[SURVIVED] > 0,
+        "seconds": round(sum(f.seconds for f in findings), 3),
+        "impl_seconds": round(sum(f.impl_seconds for f in findings), 3),
+        "calls": sum(f.calls for f in findings),
+    }
+
+
+def describe_target(target, dtype, seed):
+    return {
+        "name": target.name,
+        "locator": target.locator,
+        "contract": target.contract,
+        "backend": target.backend,
+        "mask_convention": target.mask_convention,
+        "causal_alignment": target.causal_alignment,
+        "device": target.device,
+        "dtype": dtype,
+        "seed": seed,
+    }
+
+
+def text(section, detectors, verbose=False):
+    """Human report for one implementation: ``section`` has target, findings, summary."""
+    t = section["target"]
+    lines = [
+        f"{t['name']}: {t['contract']} contract, {t['backend']} backend, "
+        f"mask convention {t['mask_convention']}, causal alignment {t['causal_alignment']}, "
+        f"{t['dtype']} on {t['device']}, seed {t['seed']}"
+    ]
+    width = max(len(f.detector) for f in section["findings"])
+    for f in section["findings"]:
+        prop = getattr(detectors.get(f.detector), "PROPERTY", "")
+        lines.append(f"  {WORDS[f.verdict]:<7} {f.detector:<{width}}  {prop}")
+        if f.verdict in CAUGHT or f.verdict == ERROR:
+            lines.append(f"          {f.message}")
+            if f.evidence is not None and f.evidence.snippet:
+                lines.append("          reproduce:")
+                lines += ["            " + s for s in f.evidence.snippet.splitlines()]
+        elif f.verdict == NA and verbose:
+            lines.append(f"          {f.message}")
+        for note in f.notes:
+            lines.append(f"          note: {note}")
+    s = section["summary"]
+    parts = [f"{s['passed']} passed", f"{s['flagged']} flagged"]
+    detail = [f"{s[k]} {k}" for k in ("killed", "nan", "crashed", "hung") if s[k]]
+    if detail:
+        parts[-1] += f" ({', '.join(detail)})"
+    parts.append(f"{s['not_applicable']} n/a")
+    if s["errors"]:
+        parts.append(f"{s['errors']} detector errors")
+    verdict = "conformant" if s["conformant"] else "NOT conformant"
+    lines.append(f"summary: {', '.join(parts)} in {s['seconds']:.1f} s — {verdict}")
+    return "\n".join(lines)
+
+
+def exit_code(sections):
+    """0 when nothing is flagged, 1 when any detector flags, 3 when a detector itself failed."""
+    if any(s["summary"]["flagged"] for s in sections):
+        return 1
+    if any(s["summary"]["errors"] for s in sections):
+        return 3
+    return 0

@@ -1,0 +1,2 @@
+def attention(Q, K, V, mask=None)
+    return Q

@@ -1,0 +1,58 @@
+"""Dropout that zeroes weights but does not rescale the survivors.
+
+Hand-rolled dropout is one line, ``weights * (rand_like(weights) >= p)``, and it does zero each
+weight with probability p. It forgets the other half of inverted dropout: survivors must be
+divided by (1 − p) so that the expected weight, and the expected output, stay what they are
+without dropout. Without it every row sums to about 1 − p in training and to 1 at evaluation, so
+the next layer sees outputs shrunk by (1 − p) in training and full-size ones at inference.
+Nothing crashes, and with ``dropout_p=0`` it is exact.
+"""
+
+import math
+
+import torch
+
+from reference.sdpa import ScaledDotProductAttention
+from zoo import Bug
+
+# planned detectors expected to catch it: dropout_is_inverted
+BUG = Bug(
+    id="dropout-not-rescaled",
+    title="Dropout zeroes attention weights without scaling survivors by 1/(1 − p)",
+    category="state",
+    symptom="silent",
+    lesson="Inverted dropout divides what it keeps by (1 − p); a bare Bernoulli mask shrinks "
+           "every training-time output.",
+    source="",
+    seen_in="hand-written dropout in custom attention kernels and from-scratch transformer "
+            "code that multiplies by a Bernoulli mask and stops there",
+    caught_by=(),
+)
+
+
+class Sdpa(ScaledDotProductAttention):
+    def __call__(
+        self,
+        query,
+        key,
+        value,
+        attn_mask=None,
+        dropout_p=0.0,
+        is_causal=False,
+        scale=None,
+        enable_gqa=False,
+    ):
+        L, S, E = query.shape[-2], key.shape[-2], query.shape[-1]
+        if enable_gqa:
+            key, value = self.share_kv_heads(query, key, value)  # (N, ..., H_q, S, E|Ev)
+        factor = 1 / math.sqrt(E) if scale is None else scale
+        scores = query @ key.transpose(-2, -1) * factor  # (N, ..., H, L, S)
+        scores = scores + self.bias(attn_mask, is_causal, L, S, query)  # -inf where forbidden
+        weights = self.softmax(scores)  # (N, ..., H, L, S), empty rows are 0
+        if dropout_p > 0:
+            keep = torch.rand_like(weights) >= dropout_p  # (N, ..., H, L, S): kept with prob. 1 - p
+            weights = weights * keep  # BUG: survivors are not scaled by 1/(1 - p)
+        return weights @ value  # (N, ..., H, L, Ev)
+
+
+SDPA = Sdpa()

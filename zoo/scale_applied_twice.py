@@ -1,0 +1,56 @@
+"""The scale applied twice: once to the query, once to the scores.
+
+Pre-multiplying the query by the scale is a common optimisation — L·E multiplications instead
+of L·S, and smaller numbers going into a low-precision matmul. It is correct on its own; the
+bug appears when the step is added to code that already scales the scores (or the scores line
+is copied back from a reference implementation). The scores are then multiplied by 1/E instead
+of 1/√E — or by scale² — flatter attention with the right shapes, masks and row sums.
+"""
+
+import math
+
+import torch
+
+from reference.sdpa import ScaledDotProductAttention
+from zoo import Bug
+
+# planned detectors expected to catch it: scores_scaled_by_rsqrt_dk, gqa_head_mapping, low_precision_agreement, correct_gradients
+BUG = Bug(
+    id="scale-applied-twice",
+    title="Query pre-scaled and the scores scaled again",
+    category="scaling",
+    symptom="silent",
+    lesson="Apply the scale exactly once: to the query or to the scores, not both.",
+    source="",
+    seen_in="kernels that fold the scale into q for speed or precision while the scores line "
+            "still multiplies by it; refactors that move the scale and leave the old one behind",
+    caught_by=("known_answers", "matches_loop_oracle", "shift_invariance"),
+)
+
+
+class Sdpa(ScaledDotProductAttention):
+    def __call__(
+        self,
+        query,
+        key,
+        value,
+        attn_mask=None,
+        dropout_p=0.0,
+        is_causal=False,
+        scale=None,
+        enable_gqa=False,
+    ):
+        L, S, E = query.shape[-2], key.shape[-2], query.shape[-1]
+        if enable_gqa:
+            key, value = self.share_kv_heads(query, key, value)  # (N, ..., H_q, S, E|Ev)
+        factor = 1 / math.sqrt(E) if scale is None else scale
+        query = query * factor  # (N, ..., H, L, E), scaled once here
+        scores = query @ key.transpose(-2, -1) * factor  # BUG: (N, ..., H, L, S), scaled again
+        scores = scores + self.bias(attn_mask, is_causal, L, S, query)  # -inf where forbidden
+        weights = self.softmax(scores)  # (N, ..., H, L, S), empty rows are 0
+        if dropout_p > 0:
+            weights = torch.nn.functional.dropout(weights, dropout_p)  # survivors scaled 1/(1-p)
+        return weights @ value  # (N, ..., H, L, Ev)
+
+
+SDPA = Sdpa()
