@@ -40,8 +40,8 @@ def check(subject, battery):
     if not masked:
         raise NotApplicable("no masked call in the battery suits this target")
     cases = [c for c in masked if dead_keys(c, alignment).any()]
-    cases += [last_key_forbidden(c) for c in masked if not c.causal and c.mask is not None
-              and c.mask.shape[-1] == c.k.shape[-2]]
+    cases += [last_key_forbidden(c) for c in masked if not c.causal and
+              (c.mask if c.mask is not None else c.bias).shape[-1] == c.k.shape[-2]]
     for call in cases:
         dead = dead_keys(call, alignment)  # (..., S) shaped like K's leading dims
         if not dead.any():

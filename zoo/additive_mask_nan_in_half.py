@@ -13,7 +13,6 @@ import torch
 from reference.sdpa import ScaledDotProductAttention
 from zoo import Bug
 
-# planned detectors expected to catch it: low_precision_agreement, mask_forms_agree, mask_poisoning
 BUG = Bug(
     id="additive-mask-nan-in-half",
     title="Additive mask (1 − mask)·(−1e9) is NaN in float16",
@@ -25,7 +24,10 @@ BUG = Bug(
     seen_in="bool-to-additive mask conversions of the (1 - mask) * -1e9 kind, with the constant "
             "created in the activations' dtype, in models that work in float32 and produce NaN "
             "losses once switched to float16",
-    caught_by=("matches_loop_oracle", "weights_are_distributions", "empty_rows_are_zero"),
+    caught_by=(
+        "matches_loop_oracle", "weights_are_distributions", "mask_forms_agree", "mask_poisoning",
+        "empty_rows_are_zero", "low_precision_agreement",
+    ),
 )
 
 

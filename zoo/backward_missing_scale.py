@@ -10,7 +10,6 @@ most of it, which is why it survives; SGD, gradient clipping and weight decay do
 from zoo import Bug
 from zoo._autograd_attention import HandWrittenBackward
 
-# planned detectors expected to catch it: correct_gradients
 BUG = Bug(
     id="backward-missing-scale",
     title="Hand-written backward omits the 1/√E scale in dQ and dK",
@@ -22,7 +21,7 @@ BUG = Bug(
            "правилу цепочки ещё и умножается на 1/√d_k»",
     seen_in="custom autograd Functions and hand-derived attention backward passes (fused-kernel "
             "exercises) that differentiate S = Q Kᵀ and apply the scale only in the forward",
-    caught_by=(),
+    caught_by=("correct_gradients",),
 )
 
 

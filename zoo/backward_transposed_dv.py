@@ -12,7 +12,6 @@ raises a shape error.
 from zoo import Bug
 from zoo._autograd_attention import HandWrittenBackward
 
-# planned detectors expected to catch it: correct_gradients
 BUG = Bug(
     id="backward-transposed-dv",
     title="Hand-written backward computes dV = P dO instead of Pᵀ dO",
@@ -23,7 +22,7 @@ BUG = Bug(
     source="",
     seen_in="custom autograd Functions and fused-attention exercises tested only on square "
             "self-attention (L = S), where the untransposed product has the right shape",
-    caught_by=(),
+    caught_by=("correct_gradients",),
 )
 
 

@@ -14,7 +14,6 @@ import torch
 from reference.sdpa import ScaledDotProductAttention
 from zoo import Bug
 
-# planned detectors expected to catch it: causal_alignment
 BUG = Bug(
     id="causal-bottom-right",
     title="is_causal aligned bottom-right (j <= i + S − L) instead of PyTorch's top-left",
@@ -24,7 +23,9 @@ BUG = Bug(
     source="",
     seen_in="attention wrappers that switch between flash-attention (bottom-right since 2.1) "
             "and torch's SDPA (top-left) behind one is_causal flag; KV-cache decoding code",
-    caught_by=("matches_loop_oracle", "weights_are_distributions", "causality"),
+    caught_by=(
+        "causal_alignment", "matches_loop_oracle", "weights_are_distributions", "causality",
+    ),
 )
 
 

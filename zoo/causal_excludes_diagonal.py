@@ -14,7 +14,6 @@ from reference.lesson_numpy import LessonNumpy
 from reference.lesson_torch import LessonTorch
 from zoo import Bug
 
-# planned detectors expected to catch it: prefix_consistency
 BUG = Bug(
     id="causal-excludes-diagonal",
     title="Causal mask with k=-1: the diagonal is masked and the first row is empty",
@@ -24,7 +23,7 @@ BUG = Bug(
     source="seed 003 · Причинная маска · Зачем: «токен i смотрит только на позиции j <= i»",
     seen_in="off-by-one edits of tril's diagonal argument; masks derived from shifted "
             "next-token targets, where the shift is applied twice",
-    caught_by=("known_answers", "matches_loop_oracle"),
+    caught_by=("known_answers", "matches_loop_oracle", "prefix_consistency"),
 )
 
 

@@ -11,7 +11,6 @@ from reference.lesson_numpy import LessonNumpy
 from reference.lesson_torch import LessonTorch
 from zoo import Bug
 
-# planned detectors expected to catch it: prefix_consistency
 BUG = Bug(
     id="causal-mask-from-wrong-axis",
     title="causal_self_attention takes T = X.shape[1]: the model width for a (T, d_model) input",
@@ -21,7 +20,7 @@ BUG = Bug(
     source="",
     seen_in="self-attention modules that unpack `B, T, C = x.shape` or index `x.shape[1]`, "
             "later called on an unbatched sequence",
-    caught_by=("matches_loop_oracle", "batch_consistency", "causality"),
+    caught_by=("matches_loop_oracle", "batch_consistency", "prefix_consistency", "causality"),
 )
 
 

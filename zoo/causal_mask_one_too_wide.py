@@ -13,7 +13,6 @@ from reference.lesson_numpy import LessonNumpy
 from reference.lesson_torch import LessonTorch
 from zoo import Bug
 
-# planned detectors expected to catch it: prefix_consistency, low_precision_agreement, correct_gradients
 BUG = Bug(
     id="causal-mask-one-too-wide",
     title="Causal mask built with tril(k=1): each token sees the next one",
@@ -23,7 +22,10 @@ BUG = Bug(
     source="seed 003 · Ловушки: «Маска на одну позицию шире»",
     seen_in="hand-written causal masks, where tril and triu offsets are mixed up when "
             "converting between a keep mask (tril) and a forbid mask (triu(k=1))",
-    caught_by=("known_answers", "matches_loop_oracle", "causality"),
+    caught_by=(
+        "known_answers", "matches_loop_oracle", "prefix_consistency", "causality",
+        "low_precision_agreement",
+    ),
 )
 
 

@@ -13,7 +13,6 @@ import torch
 from reference.sdpa import ScaledDotProductAttention
 from zoo import Bug
 
-# planned detectors expected to catch it: causal_alignment, queries_are_independent
 BUG = Bug(
     id="causal-mask-sized-by-queries",
     title="Causal mask built as an (L, L) triangle from the query length, applied to (L, S) scores",
@@ -23,7 +22,10 @@ BUG = Bug(
     source="",
     seen_in="GPT-style modules that slice a square tril buffer by the query length and are "
             "later given a KV cache or keys of another length",
-    caught_by=("matches_loop_oracle", "weights_are_distributions", "causality"),
+    caught_by=(
+        "causal_alignment", "matches_loop_oracle", "weights_are_distributions", "causality",
+        "queries_are_independent",
+    ),
 )
 
 

@@ -14,7 +14,6 @@ from reference.lesson_numpy import LessonNumpy
 from reference.lesson_torch import LessonTorch
 from zoo import Bug
 
-# planned detectors expected to catch it: prefix_consistency
 BUG = Bug(
     id="causal-upper-triangle",
     title="Causal mask built with triu: each token sees the future, not the past",
@@ -25,7 +24,7 @@ BUG = Bug(
     seen_in="code that mixes up the two mask conventions: triu gives the positions to block "
             "(what masked_fill wants), tril the positions to keep (what where and SDPA's bool "
             "mask want)",
-    caught_by=("known_answers", "matches_loop_oracle", "causality"),
+    caught_by=("known_answers", "matches_loop_oracle", "prefix_consistency", "causality"),
 )
 
 

@@ -15,7 +15,6 @@ import torch
 from reference.lesson_torch import LessonTorch
 from zoo import Bug
 
-# planned detectors expected to catch it: low_precision_agreement, mask_poisoning, correct_gradients
 BUG = Bug(
     id="computes-in-half",
     title="Attention cast to float16 internally and back: float16 error in every dtype",
@@ -29,7 +28,8 @@ BUG = Bug(
             "accuracy",
     caught_by=(
         "known_answers", "matches_loop_oracle", "output_is_weighted_values",
-        "weights_are_distributions", "shift_invariance",
+        "weights_are_distributions", "shift_invariance", "mask_poisoning",
+        "low_precision_agreement", "correct_gradients",
     ),
 )
 

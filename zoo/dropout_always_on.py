@@ -15,7 +15,6 @@ import torch.nn.functional as F
 from reference.sdpa import ScaledDotProductAttention
 from zoo import Bug
 
-# planned detectors expected to catch it: determinism, dropout_is_inverted
 BUG = Bug(
     id="dropout-always-on",
     title="Attention dropout always applied, at a fixed rate that ignores dropout_p",
@@ -29,7 +28,7 @@ BUG = Bug(
             "the model config instead of the function's dropout_p argument",
     caught_by=(
         "matches_loop_oracle", "output_is_weighted_values", "weights_are_distributions",
-        "batch_consistency", "shift_invariance", "causality",
+        "batch_consistency", "shift_invariance", "causality", "dropout_is_inverted", "determinism",
     ),
 )
 

@@ -15,7 +15,6 @@ import torch.nn.functional as F
 from reference.sdpa import ScaledDotProductAttention
 from zoo import Bug
 
-# planned detectors expected to catch it: dropout_is_inverted
 BUG = Bug(
     id="dropout-before-softmax",
     title="Dropout applied to the attention scores before softmax",
@@ -27,7 +26,7 @@ BUG = Bug(
     seen_in="from-scratch attention where the dropout line lands right after the score "
             "matmul; confusion between attention dropout and methods that drop keys before "
             "softmax on purpose",
-    caught_by=(),
+    caught_by=("dropout_is_inverted",),
 )
 
 

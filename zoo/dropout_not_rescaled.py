@@ -15,7 +15,6 @@ import torch
 from reference.sdpa import ScaledDotProductAttention
 from zoo import Bug
 
-# planned detectors expected to catch it: dropout_is_inverted
 BUG = Bug(
     id="dropout-not-rescaled",
     title="Dropout zeroes attention weights without scaling survivors by 1/(1 − p)",
@@ -26,7 +25,7 @@ BUG = Bug(
     source="",
     seen_in="hand-written dropout in custom attention kernels and from-scratch transformer "
             "code that multiplies by a Bernoulli mask and stops there",
-    caught_by=(),
+    caught_by=("dropout_is_inverted",),
 )
 
 

@@ -14,7 +14,6 @@ import torch
 from reference.sdpa import ScaledDotProductAttention
 from zoo import Bug
 
-# planned detectors expected to catch it: mask_forms_agree, mask_poisoning, low_precision_agreement, correct_gradients
 BUG = Bug(
     id="float-mask-as-bool",
     title="Float (additive) attn_mask turned into a bool keep mask",
@@ -24,7 +23,10 @@ BUG = Bug(
     source="",
     seen_in="attention wrappers that accept both 0/1 padding masks and additive masks and "
             "coerce whatever arrives with .bool() or != 0 before calling the kernel",
-    caught_by=("matches_loop_oracle", "weights_are_distributions", "empty_rows_are_zero"),
+    caught_by=(
+        "matches_loop_oracle", "weights_are_distributions", "mask_forms_agree",
+        "empty_rows_are_zero", "low_precision_agreement", "correct_gradients",
+    ),
 )
 
 

@@ -14,7 +14,6 @@ from reference.lesson_torch import LessonTorch
 from reference.sdpa import ScaledDotProductAttention
 from zoo import Bug
 
-# planned detectors expected to catch it: low_precision_agreement, correct_gradients
 BUG = Bug(
     id="fully-masked-row-nan",
     title="Stable softmax without a guard: an all −∞ row gives NaN",
@@ -25,7 +24,10 @@ BUG = Bug(
     seen_in="hand-written softmax following the textbook recipe (x - max, exp, / sum), and "
             "torch.softmax itself, which returns NaN for a fully masked row; padding masks "
             "for batch items that are all padding",
-    caught_by=("matches_loop_oracle", "weights_are_distributions", "empty_rows_are_zero"),
+    caught_by=(
+        "matches_loop_oracle", "weights_are_distributions", "empty_rows_are_zero",
+        "low_precision_agreement",
+    ),
 )
 
 

@@ -10,7 +10,6 @@ was tested; with grouped heads, kv heads 1 … H_kv−1 are silently ignored.
 from reference.sdpa import ScaledDotProductAttention
 from zoo import Bug
 
-# planned detectors expected to catch it: gqa_head_mapping, head_independence
 BUG = Bug(
     id="gqa-first-kv-head-only",
     title="GQA broadcasts key/value head 0 to every query head",
@@ -20,7 +19,10 @@ BUG = Bug(
     source="",
     seen_in="multi-query attention code (one shared kv head) extended to grouped-query "
             "checkpoints by slicing the head axis so that expand stops complaining",
-    caught_by=("matches_loop_oracle", "output_is_weighted_values"),
+    caught_by=(
+        "gqa_head_mapping", "matches_loop_oracle", "output_is_weighted_values",
+        "head_independence",
+    ),
 )
 
 

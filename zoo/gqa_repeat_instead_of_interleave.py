@@ -12,7 +12,6 @@ just gets worse.
 from reference.sdpa import ScaledDotProductAttention
 from zoo import Bug
 
-# planned detectors expected to catch it: gqa_head_mapping, head_independence
 BUG = Bug(
     id="gqa-repeat-instead-of-interleave",
     title="GQA key/value heads tiled (head h reads h % H_kv) instead of interleaved (h // g)",
@@ -22,7 +21,10 @@ BUG = Bug(
     source="",
     seen_in="grouped-query attention ported from NumPy (np.repeat interleaves) to torch "
             "(Tensor.repeat tiles); loading pretrained GQA checkpoints into a re-implementation",
-    caught_by=("matches_loop_oracle", "output_is_weighted_values"),
+    caught_by=(
+        "gqa_head_mapping", "matches_loop_oracle", "output_is_weighted_values",
+        "head_independence",
+    ),
 )
 
 

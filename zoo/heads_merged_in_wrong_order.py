@@ -16,7 +16,6 @@ import torch
 from reference.sdpa import ScaledDotProductAttention
 from zoo import Bug
 
-# planned detectors expected to catch it: head_independence, queries_are_independent, permutation_equivariance, gqa_head_mapping, causal_alignment
 BUG = Bug(
     id="heads-merged-in-wrong-order",
     title="Output of (N·H, L, Ev) bmm unfolded as (N, L, H, Ev): heads and positions scrambled",
@@ -27,8 +26,9 @@ BUG = Bug(
     seen_in="hand-written multi-head attention that folds heads into the batch for bmm and "
             "reuses the split-heads idiom reshape(N, L, H, d).transpose(1, 2) to unfold them",
     caught_by=(
-        "matches_loop_oracle", "output_is_weighted_values", "weights_are_distributions",
-        "causality", "empty_rows_are_zero",
+        "causal_alignment", "gqa_head_mapping", "matches_loop_oracle", "output_is_weighted_values",
+        "weights_are_distributions", "permutation_equivariance", "causality", "head_independence",
+        "queries_are_independent", "empty_rows_are_zero",
     ),
 )
 

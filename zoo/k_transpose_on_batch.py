@@ -16,7 +16,6 @@ from reference.lesson_numpy import LessonNumpy
 from reference.lesson_torch import LessonTorch
 from zoo import Bug
 
-# planned detectors expected to catch it: permutation_equivariance, prefix_consistency, head_independence, queries_are_independent
 BUG = Bug(
     id="k-transpose-on-batch",
     title="K.T reverses every axis of a batched K instead of swapping the last two",
@@ -26,7 +25,10 @@ BUG = Bug(
     source="seed 003 · Батч: «Классический баг: K.T на батче»",
     seen_in="code written and tested on single (T, d) matrices, then fed batches or heads; "
             "NumPy ports of a lesson's 2-D formula",
-    caught_by=("matches_loop_oracle", "batch_consistency", "causality"),
+    caught_by=(
+        "matches_loop_oracle", "batch_consistency", "permutation_equivariance",
+        "prefix_consistency", "causality", "head_independence", "queries_are_independent",
+    ),
 )
 
 

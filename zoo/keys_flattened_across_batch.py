@@ -18,7 +18,6 @@ from reference.lesson_numpy import LessonNumpy
 from reference.lesson_torch import LessonTorch
 from zoo import Bug
 
-# planned detectors expected to catch it: head_independence, mask_poisoning
 BUG = Bug(
     id="keys-flattened-across-batch",
     title="Keys and values reshaped to (-1, d): every query attends to every item's keys",
@@ -30,7 +29,7 @@ BUG = Bug(
             "view(-1, d) so that a 2-D transpose (K.T, torch.mm) keeps working",
     caught_by=(
         "matches_loop_oracle", "output_is_weighted_values", "weights_are_distributions",
-        "batch_consistency", "empty_rows_are_zero",
+        "batch_consistency", "head_independence", "mask_poisoning", "empty_rows_are_zero",
     ),
 )
 

@@ -21,7 +21,6 @@ from zoo import Bug
 
 NEG = -1e9  # "minus infinity" as many codebases write it
 
-# planned detectors expected to catch it: mask_poisoning, low_precision_agreement, correct_gradients
 BUG = Bug(
     id="large-negative-fill",
     title="Masked scores filled with −1e9: an empty row averages forbidden values",
@@ -31,7 +30,10 @@ BUG = Bug(
     source="seed 003 · Ловушки: «Полностью закрытая строка»",
     seen_in="scores.masked_fill(mask == 0, -1e9) in tutorial transformer code and its many "
             "descendants; padding masks that close a whole row (a batch item that is all padding)",
-    caught_by=("matches_loop_oracle", "weights_are_distributions", "empty_rows_are_zero"),
+    caught_by=(
+        "matches_loop_oracle", "weights_are_distributions", "mask_poisoning",
+        "empty_rows_are_zero", "low_precision_agreement",
+    ),
 )
 
 

@@ -15,7 +15,6 @@ from reference.lesson_numpy import LessonNumpy
 from reference.lesson_torch import LessonTorch
 from zoo import Bug
 
-# planned detectors expected to catch it: prefix_consistency, mask_poisoning, low_precision_agreement, correct_gradients
 BUG = Bug(
     id="mask-after-softmax",
     title="Weights zeroed after softmax, rows no longer sum to 1",
@@ -25,7 +24,10 @@ BUG = Bug(
     source="seed 003 · Ловушки: «Маска после softmax»",
     seen_in="code that applies a 0/1 mask by multiplication to whatever tensor is at hand, "
             "and attention-visualisation code that hides the future only in the plotted weights",
-    caught_by=("known_answers", "matches_loop_oracle", "weights_are_distributions", "causality"),
+    caught_by=(
+        "known_answers", "matches_loop_oracle", "weights_are_distributions", "prefix_consistency",
+        "causality", "mask_poisoning", "low_precision_agreement",
+    ),
 )
 
 

@@ -16,7 +16,6 @@ from reference.lesson_numpy import LessonNumpy
 from reference.lesson_torch import LessonTorch
 from zoo import Bug
 
-# planned detectors expected to catch it: call_order_independence (from a fresh instance),
 # prefix_consistency
 BUG = Bug(
     id="mask-cached-by-first-call",

@@ -18,7 +18,6 @@ from reference.lesson_torch import LessonTorch
 from reference.sdpa import ScaledDotProductAttention
 from zoo import Bug
 
-# planned detectors expected to catch it: mask_forms_agree, mask_poisoning, gqa_head_mapping, low_precision_agreement, correct_gradients
 BUG = Bug(
     id="mask-convention-inverted",
     title="Bool mask True read as 'forbidden' (nn.MultiheadAttention's convention)",
@@ -30,8 +29,8 @@ BUG = Bug(
             "F.scaled_dot_product_attention (True = may attend), and masked_fill(mask, -inf) "
             "applied to a keep mask",
     caught_by=(
-        "known_answers", "matches_loop_oracle", "weights_are_distributions", "causality",
-        "empty_rows_are_zero",
+        "known_answers", "matches_loop_oracle", "weights_are_distributions", "mask_forms_agree",
+        "causality", "mask_poisoning", "empty_rows_are_zero", "low_precision_agreement",
     ),
 )
 

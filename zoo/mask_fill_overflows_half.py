@@ -18,7 +18,6 @@ from zoo import Bug
 
 NEG = -1e9  # "minus infinity", as much code writes it
 
-# planned detectors expected to catch it: low_precision_agreement, dtype_follows_input
 BUG = Bug(
     id="mask-fill-overflows-half",
     title="masked_fill with −1e9 raises in float16",
@@ -29,7 +28,7 @@ BUG = Bug(
     source="",
     seen_in="scores.masked_fill(mask == 0, -1e9) in tutorial transformer code, and causal "
             "biases filled with a large constant, breaking when the model is run in float16",
-    caught_by=(),
+    caught_by=("dtype_follows_input", "low_precision_agreement"),
 )
 
 

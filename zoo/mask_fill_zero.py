@@ -23,7 +23,7 @@ BUG = Bug(
     source="seed 003 · Ловушки: «Маска нулём вместо −∞»",
     seen_in="the first masking exercise of most courses; multiplying scores by a 0/1 mask",
     caught_by=(
-        "matches_loop_oracle", "known_answers", "weights_are_distributions", "causality",
+        "known_answers", "matches_loop_oracle", "weights_are_distributions", "causality",
         "empty_rows_are_zero",
     ),
 )

@@ -17,7 +17,6 @@ import torch
 from reference.sdpa import ScaledDotProductAttention
 from zoo import Bug
 
-# planned detectors expected to catch it: mask_poisoning, gqa_head_mapping, low_precision_agreement, correct_gradients
 BUG = Bug(
     id="mask-repeated-in-wrong-order",
     title="Mask folded head-major (repeat) while q is folded batch-major (reshape)",
@@ -29,8 +28,9 @@ BUG = Bug(
             "nn.MultiheadAttention accepts, and hand-written bmm attention kernels; "
             "repeat and repeat_interleave are easy to confuse",
     caught_by=(
-        "matches_loop_oracle", "weights_are_distributions", "batch_consistency",
-        "empty_rows_are_zero",
+        "gqa_head_mapping", "matches_loop_oracle", "weights_are_distributions",
+        "batch_consistency", "mask_poisoning", "empty_rows_are_zero", "low_precision_agreement",
+        "correct_gradients",
     ),
 )
 

@@ -15,7 +15,6 @@ from reference.lesson_torch import LessonTorch
 from reference.sdpa import ScaledDotProductAttention
 from zoo import Bug
 
-# planned detectors expected to catch it: scores_scaled_by_rsqrt_dk, gqa_head_mapping, low_precision_agreement, correct_gradients
 BUG = Bug(
     id="no-scaling",
     title="Scores not divided by √d_k",
@@ -25,7 +24,10 @@ BUG = Bug(
     source="seed 003 · «Зачем делить на √d_k»",
     seen_in="first from-scratch attention implementations, and kernels that treat scale as an "
             "optional extra applied only when the caller passes one",
-    caught_by=("known_answers", "matches_loop_oracle", "shift_invariance"),
+    caught_by=(
+        "known_answers", "matches_loop_oracle", "scores_scaled_by_rsqrt_dk", "shift_invariance",
+        "low_precision_agreement",
+    ),
 )
 
 

@@ -14,7 +14,6 @@ import numpy as np
 from reference.lesson_numpy import LessonNumpy
 from zoo import Bug
 
-# planned detectors expected to catch it: dtype_follows_input
 BUG = Bug(
     id="output-dtype-promoted",
     title="np.sqrt(d_k) promotes float32 attention to float64",
@@ -25,7 +24,7 @@ BUG = Bug(
     source="seed 003 · Зачем делить на √d_k, «Проверим числами»: «softmax(s / np.sqrt(d_k))»",
     seen_in="NumPy attention code written with np.sqrt on an integer dimension, which NumPy 2's "
             "promotion rules (NEP 50) turned from float32-preserving into float64-producing",
-    caught_by=(),
+    caught_by=("dtype_follows_input",),
 )
 
 

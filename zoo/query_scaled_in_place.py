@@ -18,7 +18,6 @@ from reference.lesson_numpy import LessonNumpy
 from reference.lesson_torch import LessonTorch
 from zoo import Bug
 
-# planned detectors expected to catch it: input_immutability, correct_gradients (torch)
 BUG = Bug(
     id="query-scaled-in-place",
     title="Q divided by √d_k in place, modifying the caller's array",
@@ -34,7 +33,7 @@ BUG = Bug(
         "assignment or an in-place tensor method to save memory; in PyTorch it usually "
         "surfaces only as autograd's error about a leaf variable used in an in-place operation"
     ),
-    caught_by=(),
+    caught_by=("input_immutability",),
 )
 
 

@@ -14,7 +14,6 @@ import torch
 from reference.sdpa import ScaledDotProductAttention
 from zoo import Bug
 
-# planned detectors expected to catch it: scores_scaled_by_rsqrt_dk, gqa_head_mapping, low_precision_agreement, correct_gradients
 BUG = Bug(
     id="scale-applied-twice",
     title="Query pre-scaled and the scores scaled again",
@@ -24,7 +23,10 @@ BUG = Bug(
     source="",
     seen_in="kernels that fold the scale into q for speed or precision while the scores line "
             "still multiplies by it; refactors that move the scale and leave the old one behind",
-    caught_by=("known_answers", "matches_loop_oracle", "shift_invariance"),
+    caught_by=(
+        "known_answers", "gqa_head_mapping", "matches_loop_oracle", "scores_scaled_by_rsqrt_dk",
+        "shift_invariance", "low_precision_agreement", "correct_gradients",
+    ),
 )
 
 

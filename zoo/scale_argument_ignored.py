@@ -13,7 +13,6 @@ import torch
 from reference.sdpa import ScaledDotProductAttention
 from zoo import Bug
 
-# planned detectors expected to catch it: scores_scaled_by_rsqrt_dk, low_precision_agreement, correct_gradients
 BUG = Bug(
     id="scale-argument-ignored",
     title="scale argument ignored: scores always multiplied by 1/√E",
@@ -23,7 +22,10 @@ BUG = Bug(
     source="",
     seen_in="hand-written replacements and custom kernels that mirror "
             "F.scaled_dot_product_attention's signature but implement only the default path",
-    caught_by=("matches_loop_oracle",),
+    caught_by=(
+        "matches_loop_oracle", "scores_scaled_by_rsqrt_dk", "low_precision_agreement",
+        "correct_gradients",
+    ),
 )
 
 

@@ -14,7 +14,6 @@ from reference.lesson_numpy import LessonNumpy
 from reference.lesson_torch import LessonTorch
 from zoo import Bug
 
-# planned detectors expected to catch it: scores_scaled_by_rsqrt_dk, low_precision_agreement, correct_gradients
 BUG = Bug(
     id="scale-by-d-k",
     title="Scores divided by d_k (the µP scale) where 1/√d_k is the contract",
@@ -24,7 +23,10 @@ BUG = Bug(
     source="seed 003 · «Зачем делить на √d_k» · «Не единственный вариант»",
     seen_in="code mixing µP-style attention (1/d) into a standard model, and formulas "
             "misremembered as QKᵀ/d",
-    caught_by=("known_answers", "matches_loop_oracle", "shift_invariance"),
+    caught_by=(
+        "known_answers", "matches_loop_oracle", "scores_scaled_by_rsqrt_dk", "shift_invariance",
+        "low_precision_agreement",
+    ),
 )
 
 

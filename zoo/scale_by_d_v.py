@@ -16,7 +16,6 @@ from reference.lesson_numpy import LessonNumpy
 from reference.lesson_torch import LessonTorch
 from zoo import Bug
 
-# planned detectors expected to catch it: scores_scaled_by_rsqrt_dk, low_precision_agreement, correct_gradients
 BUG = Bug(
     id="scale-by-d-v",
     title="Scores divided by √d_v (V's width) instead of √d_k",
@@ -26,7 +25,10 @@ BUG = Bug(
     source="",
     seen_in="implementations written for d_k = d_v that read the head size from whichever "
             "tensor or config field is at hand, then reused with asymmetric key and value widths",
-    caught_by=("matches_loop_oracle", "shift_invariance"),
+    caught_by=(
+        "matches_loop_oracle", "scores_scaled_by_rsqrt_dk", "shift_invariance",
+        "low_precision_agreement",
+    ),
 )
 
 

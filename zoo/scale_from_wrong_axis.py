@@ -15,7 +15,6 @@ from reference.lesson_numpy import LessonNumpy
 from reference.lesson_torch import LessonTorch
 from zoo import Bug
 
-# planned detectors expected to catch it: scores_scaled_by_rsqrt_dk, prefix_consistency, low_precision_agreement, correct_gradients
 BUG = Bug(
     id="scale-from-wrong-axis",
     title="d_k = Q.shape[1]: the sequence length once there is a batch axis",
@@ -25,7 +24,10 @@ BUG = Bug(
     source="",
     seen_in="code first written for a single sequence and later fed batches; shape[1] means "
             "different things for (T, d) and (B, T, d)",
-    caught_by=("matches_loop_oracle", "batch_consistency", "shift_invariance"),
+    caught_by=(
+        "matches_loop_oracle", "batch_consistency", "prefix_consistency",
+        "scores_scaled_by_rsqrt_dk", "shift_invariance", "low_precision_agreement",
+    ),
 )
 
 

@@ -18,7 +18,6 @@ from reference.lesson_numpy import LessonNumpy
 from reference.lesson_torch import LessonTorch
 from zoo import Bug
 
-# planned detectors expected to catch it: prefix_consistency, queries_are_independent, mask_poisoning
 BUG = Bug(
     id="scores-normalised-over-sequence",
     title="Scores divided by the std of the whole score matrix, future keys included",
@@ -28,7 +27,10 @@ BUG = Bug(
     source="",
     seen_in="attempts to tame exploding attention logits with a normalisation computed over "
             "the score matrix instead of fixed scaling or per-row operations",
-    caught_by=("known_answers", "matches_loop_oracle", "causality"),
+    caught_by=(
+        "known_answers", "matches_loop_oracle", "prefix_consistency", "causality",
+        "mask_poisoning", "queries_are_independent",
+    ),
 )
 
 

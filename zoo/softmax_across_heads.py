@@ -11,17 +11,19 @@ single head — the usual small test — the result is exactly right.
 from reference.sdpa import ScaledDotProductAttention
 from zoo import Bug
 
-# planned detectors expected to catch it: head_independence, gqa_head_mapping
 BUG = Bug(
     id="softmax-across-heads",
     title="Scores normalised jointly over heads and keys, (N, L, H·S), instead of per head",
-    category="softmax",
+    category="heads",
     symptom="silent",
     lesson="Normalise each head's row of scores on its own: softmax over the key axis only.",
     source="",
     seen_in="multi-head attention written with einsum in a (N, L, H, S) layout, where the "
             "head and key axes are flattened before softmax(dim=-1); softmax over dim=(-2, -1)",
-    caught_by=("matches_loop_oracle", "weights_are_distributions"),
+    caught_by=(
+        "gqa_head_mapping", "matches_loop_oracle", "weights_are_distributions",
+        "head_independence",
+    ),
 )
 
 

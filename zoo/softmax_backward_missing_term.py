@@ -11,7 +11,6 @@ constant to a row changes nothing, and Q and K learn from a gradient that is not
 from zoo import Bug
 from zoo._autograd_attention import HandWrittenBackward
 
-# planned detectors expected to catch it: correct_gradients
 BUG = Bug(
     id="softmax-backward-missing-term",
     title="Hand-written softmax backward drops −P·rowsum(P ⊙ dP)",
@@ -23,7 +22,7 @@ BUG = Bug(
            "p_i(g_i − Σ_j p_j g_j)»",
     seen_in="custom autograd Functions and fused-attention exercises that derive the softmax "
             "gradient by hand and treat softmax as an element-wise function",
-    caught_by=(),
+    caught_by=("correct_gradients",),
 )
 
 

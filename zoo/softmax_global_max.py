@@ -14,7 +14,6 @@ from reference.lesson_numpy import LessonNumpy
 from reference.lesson_torch import LessonTorch
 from zoo import Bug
 
-# planned detectors expected to catch it: low_precision_agreement
 BUG = Bug(
     id="softmax-global-max",
     title="Softmax subtracts the global maximum: rows far below it underflow to zero",
@@ -24,7 +23,7 @@ BUG = Bug(
     source="seed 000 · «Шаг softmax отдельно»: «Вычитаем максимум для численной устойчивости»",
     seen_in="the 1-D softmax of a first lesson (m = max(scores)) vectorised without an axis: "
             "np.max(x) or x.max() where x.max(axis=-1, keepdims=True) was meant",
-    caught_by=(),
+    caught_by=("shift_invariance", "low_precision_agreement"),
 )
 
 

@@ -16,7 +16,6 @@ from reference.lesson_numpy import LessonNumpy
 from reference.lesson_torch import LessonTorch
 from zoo import Bug
 
-# planned detectors expected to catch it: input_immutability, correct_gradients (torch)
 BUG = Bug(
     id="softmax-in-place",
     title="Softmax subtracts the row maximum from the caller's scores in place",
@@ -29,7 +28,7 @@ BUG = Bug(
     seen_in="hand-written stable softmax that reuses the input buffer to save memory (x -= "
             "x.max(...), x.sub_(...)); in PyTorch it usually surfaces as autograd's error "
             "about a variable needed for gradient computation modified by an inplace operation",
-    caught_by=(),
+    caught_by=("input_immutability",),
 )
 
 

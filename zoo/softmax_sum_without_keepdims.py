@@ -12,7 +12,6 @@ import numpy as np
 from reference.lesson_numpy import LessonNumpy
 from zoo import Bug
 
-# planned detectors expected to catch it: prefix_consistency
 BUG = Bug(
     id="softmax-sum-without-keepdims",
     title="Softmax divides by e.sum(axis=-1) without keepdims",
@@ -22,7 +21,7 @@ BUG = Bug(
     source="",
     seen_in="vectorising a 1-D softmax, where the sum is a scalar and keepdims does not "
             "matter; square self-attention scores hide the mistake",
-    caught_by=("known_answers",),
+    caught_by=("known_answers", "prefix_consistency"),
 )
 
 

@@ -14,7 +14,6 @@ from reference.lesson_numpy import LessonNumpy
 from reference.lesson_torch import LessonTorch
 from zoo import Bug
 
-# planned detectors expected to catch it: low_precision_agreement
 BUG = Bug(
     id="softmax-without-max",
     title="Softmax without max subtraction overflows on large scores",
@@ -24,7 +23,7 @@ BUG = Bug(
     source="seed 000 · «Шаг softmax отдельно»: «Вычитаем максимум для численной устойчивости»",
     seen_in="softmax written straight from the formula, which works on every small example "
             "and overflows in float16 or once the logits grow during training",
-    caught_by=("shift_invariance",),
+    caught_by=("shift_invariance", "low_precision_agreement"),
 )
 
 

@@ -14,7 +14,6 @@ from reference.lesson_numpy import LessonNumpy
 from reference.lesson_torch import LessonTorch
 from zoo import Bug
 
-# planned detectors expected to catch it: queries_are_independent, prefix_consistency, correct_gradients
 BUG = Bug(
     id="softmax-wrong-axis",
     title="Softmax normalised over queries (axis -2) instead of keys",
@@ -24,7 +23,7 @@ BUG = Bug(
     source="",
     seen_in="softmax(dim=1) or axis=0 hard-coded for one layout and reused on another; "
             "the attention scores' two T axes look alike",
-    caught_by=("causality",),
+    caught_by=("prefix_consistency", "causality", "queries_are_independent"),
 )
 
 

@@ -17,7 +17,6 @@ from reference.lesson_numpy import LessonNumpy
 from reference.lesson_torch import LessonTorch
 from zoo import Bug
 
-# planned detectors expected to catch it: head_independence, permutation_equivariance, queries_are_independent, mask_forms_agree
 BUG = Bug(
     id="transpose-fixed-axes",
     title="Keys transposed on fixed axes (1, 2), right only for 3-D (B, T, d) input",
@@ -27,7 +26,10 @@ BUG = Bug(
     source="seed 003 · Батч: «Классический баг: K.T на батче»",
     seen_in="attention written for (batch, time, dim) tensors and later reused for single "
             "sequences or multi-head (batch, heads, time, dim) tensors",
-    caught_by=("known_answers", "matches_loop_oracle", "causality"),
+    caught_by=(
+        "known_answers", "matches_loop_oracle", "mask_forms_agree", "permutation_equivariance",
+        "causality", "head_independence", "queries_are_independent",
+    ),
 )
 
 

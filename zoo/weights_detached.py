@@ -15,7 +15,6 @@ import torch
 from reference.lesson_torch import LessonTorch
 from zoo import Bug
 
-# planned detectors expected to catch it: correct_gradients
 BUG = Bug(
     id="weights-detached",
     title="Attention output computed from detached weights: no gradient reaches Q and K",
@@ -26,7 +25,7 @@ BUG = Bug(
     source="",
     seen_in="attention modules that save their attention maps for visualisation and detach "
             "them where they are computed, so the output is built from the detached tensor",
-    caught_by=(),
+    caught_by=("correct_gradients",),
 )
 
 

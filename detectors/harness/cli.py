@@ -74,6 +74,8 @@ def build_parser():
     p = sub.add_parser("matrix", help="the kill matrix, without pytest")
     p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seeds", type=int, metavar="N",
+                   help="run seeds 0..N-1 and report every cell whose verdict depends on the seed")
     p.add_argument("--repeat", type=int, default=1, help="draw the battery N times (cost scales)")
     p.add_argument("--only", action="append", metavar="ID", help="only rows of this entry")
     p.add_argument("--output", metavar="PATH", help="write there instead of stdout")
@@ -269,8 +271,10 @@ def cmd_matrix(args):
         missing = only - known
         if missing:
             raise UsageError(f"no zoo entry {sorted(missing)[0]!r}: see 'attnzoo list'")
-    m = matrix.evaluate(args.seed, args.repeat,
-                        select=(lambda r: r.id in only) if only else None)
+    select = (lambda r: r.id in only) if only else None
+    if args.seeds:
+        return seed_sweep(args.seeds, args.repeat, select)
+    m = matrix.evaluate(args.seed, args.repeat, select=select)
     if args.format == "json":
         out = matrix.dumps(m)
     elif args.format == "markdown":
@@ -283,6 +287,28 @@ def cmd_matrix(args):
     else:
         print(out)
     return 1 if m.failures() else 0
+
+
+def seed_sweep(n, repeat, select):
+    """Verdicts must not depend on the seed: list the cells that do."""
+    from detectors.harness import matrix
+
+    if n < 2:
+        raise UsageError("--seeds needs at least 2 seeds")
+    runs = []
+    for seed in range(n):
+        start = time.perf_counter()
+        m = matrix.evaluate(seed, repeat, select=select)
+        runs.append({key: m.kind(row, key[1]) for row in m.rows
+                     for key in [(row.label, d) for d in m.detectors + m.baselines]})
+        print(f"seed {seed}: {len(m.failures())} failing cells, "
+              f"{time.perf_counter() - start:.1f} s", flush=True)
+    flaky = sorted(k for k in runs[0] if len({r[k] for r in runs}) > 1)
+    for label, detector in flaky:
+        kinds = [r[(label, detector)] for r in runs]
+        print(f"flaky: {label} × {detector}: {' '.join(kinds)}")
+    print(f"{len(runs[0])} cells × {n} seeds: {len(flaky)} depend on the seed")
+    return 1 if flaky else 0
 
 
 def cmd_detectors(args):

@@ -7,6 +7,7 @@ callable — and recovers attention weights from output-only kernels with an ide
 matrix, so every property detector applies to both.
 """
 
+import contextlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,6 +40,15 @@ class Subject:
     backend = property(lambda self: self.target.backend)
     manifest = property(lambda self: self.executor.manifest)
 
+    @contextlib.contextmanager
+    def at(self, dtype):
+        """Make every call in the block at ``dtype`` (the baselines are float64 suites)."""
+        saved, self.dtype = self.dtype, dtype
+        try:
+            yield self
+        finally:
+            self.dtype = saved
+
     # -- what the subject offers ---------------------------------------------------------
 
     def need(self, *fns):
@@ -65,6 +75,8 @@ class Subject:
     # -- calls -----------------------------------------------------------------------------
 
     def send(self, request):
+        if self.backend == "numpy" and request.dtype == "bfloat16":
+            raise NotApplicable("NumPy has no bfloat16")
         self.last = request
         result = self.executor.run(request)
         self.calls += 1

@@ -43,7 +43,45 @@ def allowance(subject, call, expected, dtype=None, what="out"):
     reference = reference_subject(subject.target.contract, subject.target.backend,
                                   subject.target.device)
     unit = max(reference_error(reference, call, dtype, what), rounding_error(call, dtype, what))
-    return MULTIPLE * unit + floor
+    return max(MULTIPLE * unit, accumulation_bound(call, what)) + floor
+
+
+@functools.lru_cache(maxsize=8192)
+def accumulation_bound(call, what):
+    """First-order bound on the error of summing the dot products in float32 accumulators.
+
+    A score s_ij = scale·Σ_e q_ie k_je summed in float32 is off by at most
+    δ_ij = n·eps·scale·Σ_e |q_ie||k_je| (n terms); softmax turns that into |Δw_ij| <= 2 w_ij
+    max_k δ_ik, and the output into 2·max_k δ_ik·Σ_j w_ij |v_j| plus S·eps·Σ_j w_ij |v_j| for
+    its own sum. Real kernels accumulate in float32 (or better) at every input precision.
+    """
+    from detectors.harness.battery import SelfCall, SoftmaxCall
+
+    eps = EPS["float32"]
+    if isinstance(call, SoftmaxCall):
+        return 0.0
+    if isinstance(call, SelfCall):
+        x = np.abs(call.x)
+        q_abs, k_abs, v_abs = x @ np.abs(call.w_q), x @ np.abs(call.w_k), x @ np.abs(call.w_v)
+        n = call.w_q.shape[0] + call.w_q.shape[1]  # the projection's sum, then the score's
+        factor = 1 / np.sqrt(call.w_q.shape[1])
+        weights = call.expected()[1]
+        v_abs = v_abs * (1 + call.w_v.shape[0] * eps)
+    else:
+        k_abs = np.abs(call.k)
+        if call.gqa:
+            k_abs = np.repeat(k_abs, call.q.shape[-3] // k_abs.shape[-3], axis=-3)
+        q_abs, v_abs = np.abs(call.q), np.abs(call.v_per_query_head())
+        n = call.q.shape[-1]
+        factor = 1 / np.sqrt(n) if call.scale is None else abs(call.scale)
+        weights = call.expected("top-left")[1]
+    delta = n * eps * factor * (q_abs @ np.swapaxes(k_abs, -1, -2))  # (..., L, S)
+    seen = np.where(weights > 0, delta, 0.0).max(axis=-1, keepdims=True)  # (..., L, 1)
+    if what == "weights":
+        return float((2 * seen * weights).max(initial=0.0))
+    mixed = weights @ v_abs  # (..., L, Ev): Σ_j w_ij |v_jc|
+    S = weights.shape[-1]
+    return float(((2 * seen + S * eps) * mixed).max(initial=0.0))
 
 
 @functools.lru_cache(maxsize=8192)

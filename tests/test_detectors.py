@@ -1,0 +1,443 @@
+"""Every detector, alone: it flags a hand-made wrong case with the right message, and passes the reference.
+
+Each wrong case below is a few lines, wrong in exactly the way one detector's property forbids
+(the kill matrix in test_kill_matrix.py runs the zoo; these are independent of it). A message
+must follow the envelope ``[detector] expected …, got … [call]`` and name what was found, and
+the evidence must carry a snippet that compiles. The last tests pin how the harness turns what
+an implementation (or a detector) does into a verdict.
+"""
+
+import math
+import time
+import types
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from detectors import all_detectors, baseline_suites, by_name
+from detectors.harness.battery import Battery
+from detectors.harness.executor import InProcess
+from detectors.harness.runner import run
+from detectors.harness.subject import Subject
+from detectors.harness.target import Target
+from reference import lesson_numpy, lesson_torch
+from reference.lesson_numpy import LessonNumpy
+from reference.lesson_torch import LessonTorch
+from reference.sdpa import ScaledDotProductAttention, scaled_dot_product_attention
+
+DETECTORS = by_name()
+NAMES = [d.NAME for d in all_detectors() + baseline_suites()]
+
+
+@pytest.fixture(scope="module")
+def battery():
+    return Battery(0)
+
+
+def subject(impl, name, contract="lesson", backend=None, call_seconds=None):
+    """A Subject running ``impl`` in this process under a made-up locator."""
+    if backend is None:
+        backend = "torch" if contract == "sdpa" or isinstance(impl, LessonTorch) else "numpy"
+    target = Target(f"wrong/{name}", f"tests/test_detectors.py:{name}", contract, backend)
+    kw = {} if call_seconds is None else {"call_seconds": call_seconds}
+    return Subject(target, InProcess(target, obj=impl, **kw))
+
+
+def assert_envelope(finding, detector, call):
+    """``[detector] expected …, got … [call…]`` with a snippet that compiles."""
+    message = finding.message
+    assert message.startswith(f"[{detector}] expected "), message
+    assert ", got " in message, message
+    tail = message[message.rindex(" ["):]  # the call is the last bracketed part
+    assert tail.endswith("]") and call in tail, message
+    assert finding.evidence is not None and finding.evidence.snippet, message
+    compile(finding.evidence.snippet, "<snippet>", "exec")
+
+
+# -- hand-made wrong implementations, one (or two) per detector ---------------------------------
+
+
+def masked_scores(Q, K, mask, scale):
+    """Scaled, masked scores as the NumPy reference computes them (for the bodies below)."""
+    scores = Q @ np.swapaxes(K, -1, -2) * scale
+    return scores if mask is None else np.where(mask, scores, -np.inf)
+
+
+class NoScaling(LessonNumpy):
+    def attention(self, Q, K, V, mask=None):
+        weights = self.softmax(masked_scores(Q, K, mask, 1.0))  # WRONG: never divided by √d_k
+        return weights @ V, weights
+
+
+class DividedByDk(LessonTorch):
+    def attention(self, Q, K, V, mask=None):
+        scores = Q @ K.transpose(-2, -1) / Q.shape[-1]  # WRONG: divided by d_k, not √d_k
+        if mask is not None:
+            scores = torch.where(mask, scores, float("-inf"))
+        weights = self.softmax(scores)
+        return weights @ V, weights
+
+
+class PromotesToFloat64(LessonNumpy):
+    def attention(self, Q, K, V, mask=None):
+        # WRONG: np.sqrt(int) is an np.float64 scalar, which promotes float32 scores to float64
+        weights = self.softmax(masked_scores(Q, K, mask, 1 / np.sqrt(Q.shape[-1])))
+        return weights @ V, weights
+
+
+class WeightsBeforeMask(LessonNumpy):
+    def attention(self, Q, K, V, mask=None):
+        out, _ = super().attention(Q, K, V, mask)
+        return out, super().attention(Q, K, V)[1]  # WRONG: returns the unmasked weights
+
+
+class MaskAfterSoftmax(LessonTorch):
+    def attention(self, Q, K, V, mask=None):
+        weights = self.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]))
+        if mask is not None:
+            weights = weights * mask  # WRONG: masked after softmax, so rows no longer sum to 1
+        return weights @ V, weights
+
+
+class LargeNegativeFill(LessonNumpy):
+    def attention(self, Q, K, V, mask=None):
+        scores = masked_scores(Q, K, None, 1 / math.sqrt(Q.shape[-1]))
+        if mask is not None:
+            scores = np.where(mask, scores, -1e9)  # WRONG: a row with no allowed key spreads 1/S
+        weights = self.softmax(scores)
+        return weights @ V, weights
+
+
+class AdditiveLargeNegative(LessonNumpy):
+    def attention(self, Q, K, V, mask=None):
+        scores = masked_scores(Q, K, None, 1 / math.sqrt(Q.shape[-1]))
+        if mask is not None:
+            scores = scores + np.where(mask, 0.0, -1e9)  # WRONG: a key scoring 1e12 beats -1e9
+        weights = self.softmax(scores)
+        return weights @ V, weights
+
+
+class FirstItemMask(LessonNumpy):
+    def attention(self, Q, K, V, mask=None):
+        if mask is not None and mask.ndim >= 3:
+            mask = mask[:1]  # WRONG: every batch item gets item 0's mask
+        return super().attention(Q, K, V, mask)
+
+
+class AlwaysCausal(LessonNumpy):
+    def attention(self, Q, K, V, mask=None):
+        causal = np.tril(np.ones((Q.shape[-2], K.shape[-2]), dtype=bool))
+        # WRONG: a causal mask on every call, asked for or not: positions now matter
+        return super().attention(Q, K, V, causal if mask is None else mask & causal)
+
+
+class ScaledBySequenceLength(LessonNumpy):
+    def causal_self_attention(self, X, W_q, W_k, W_v):
+        T = X.shape[-2]
+        # WRONG: divided by √T (the number of tokens), not √d_k, so a prefix scores differently
+        weights = self.softmax(masked_scores(X @ W_q, X @ W_k, self.causal_mask(T), 1 / math.sqrt(T)))
+        return weights @ (X @ W_v), weights
+
+
+class InvertedMask(LessonNumpy):
+    def attention(self, Q, K, V, mask=None):
+        return super().attention(Q, K, V, None if mask is None else ~mask)  # WRONG: True = blocked
+
+
+class SoftmaxWithoutMax(LessonNumpy):
+    def softmax(self, x):
+        e = np.exp(x)  # WRONG: no max subtracted: exp(1000) = inf and inf / inf = NaN
+        return e / e.sum(axis=-1, keepdims=True)
+
+
+class MaskOneTooWide(LessonNumpy):
+    def causal_mask(self, T):
+        return np.tril(np.ones((T, T), dtype=bool), k=1)  # WRONG: token i also sees token i + 1
+
+
+class NaiveSoftmax(LessonNumpy):
+    def softmax(self, x):
+        e = np.exp(x - x.max(axis=-1, keepdims=True))  # WRONG: a row of -inf gives -inf + inf = NaN
+        return e / e.sum(axis=-1, keepdims=True)
+
+
+class ComputesInHalf(LessonNumpy):
+    def attention(self, Q, K, V, mask=None):
+        half = (a.astype(np.float16) for a in (Q, K, V))  # WRONG: float16 "for speed"
+        out, weights = super().attention(*half, mask)
+        return out.astype(Q.dtype), weights.astype(Q.dtype)
+
+
+class MaskCachedByFirstCall(LessonNumpy):
+    def causal_mask(self, T):
+        if "_mask" not in self.__dict__ or len(self._mask) < T:
+            self._mask = super().causal_mask(T)
+        return self._mask[-T:, :T]  # WRONG: after a longer call the last T rows look ahead
+
+
+class SoftmaxInPlace(LessonNumpy):
+    def softmax(self, x):
+        x -= x.max(axis=-1, keepdims=True)  # WRONG: shifts the caller's array in place
+        return super().softmax(x)
+
+
+class SoftmaxOverQueries(LessonTorch):
+    def softmax(self, x):
+        return super().softmax(x.transpose(-2, -1)).transpose(-2, -1)  # WRONG: over the query axis
+
+
+class DetachedNormaliser(LessonTorch):
+    def softmax(self, x):
+        e = torch.exp(x - x.amax(dim=-1, keepdim=True))
+        return e / e.sum(dim=-1, keepdim=True).detach()  # WRONG: backward treats the sum as constant
+
+
+class UpperTriangleMaskTorch(LessonTorch):
+    def causal_mask(self, T):
+        return torch.ones(T, T, dtype=torch.bool).triu()  # WRONG: token i sees j >= i, the future
+
+
+class UpperTriangleMask(LessonNumpy):
+    def causal_mask(self, T):
+        return np.triu(np.ones((T, T), dtype=bool))  # WRONG: token i sees j >= i, the future
+
+
+class BottomRightCausal(ScaledDotProductAttention):
+    def bias(self, attn_mask, is_causal, L, S, query):
+        bias = super().bias(attn_mask, False, L, S, query)
+        if is_causal:  # WRONG: bottom-right (j <= i + S - L), but the target declares top-left
+            keep = torch.ones(L, S, dtype=torch.bool).tril(S - L)
+            bias = bias.masked_fill(~keep, float("-inf"))
+        return bias
+
+
+class GqaRepeat(ScaledDotProductAttention):
+    def share_kv_heads(self, query, key, value):
+        g = query.shape[-3] // key.shape[-3]
+        # WRONG: repeat tiles heads 0, 1, 2, 0, 1, 2: query head h reads h % H_kv, not h // g
+        return key.repeat(1, g, 1, 1), value.repeat(1, g, 1, 1)
+
+
+class FloatMaskAsBool(ScaledDotProductAttention):
+    def bias(self, attn_mask, is_causal, L, S, query):
+        if attn_mask is not None:
+            attn_mask = attn_mask.bool()  # WRONG: a float mask read as bool: 0.0 means blocked
+        return super().bias(attn_mask, is_causal, L, S, query)
+
+
+class ScaledByValueWidth(ScaledDotProductAttention):
+    def __call__(self, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                 scale=None, enable_gqa=False):
+        if scale is None:
+            scale = 1 / math.sqrt(value.shape[-1])  # WRONG: the value width Ev, not E
+        return super().__call__(query, key, value, attn_mask, dropout_p, is_causal, scale,
+                                enable_gqa)
+
+
+class SoftmaxAcrossHeads(ScaledDotProductAttention):
+    def softmax(self, x):
+        e = torch.exp(x - x.amax(dim=-1, keepdim=True))
+        return e / e.sum(dim=(-3, -1), keepdim=True)  # WRONG: one normaliser shared by all heads
+
+
+class DropoutLeftOn(ScaledDotProductAttention):
+    def softmax(self, x):
+        return F.dropout(super().softmax(x), 0.1)  # WRONG: F.dropout trains by default
+
+
+class QueryDetached(ScaledDotProductAttention):
+    def __call__(self, query, *args, **kwargs):
+        return super().__call__(query.detach(), *args, **kwargs)  # WRONG: no gradient reaches query
+
+
+def dropout_not_rescaled(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                         scale=None, enable_gqa=False):
+    weights = torch.softmax(query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1]), dim=-1)
+    if dropout_p > 0:
+        weights = weights * (torch.rand_like(weights) >= dropout_p)  # WRONG: no 1 / (1 - p)
+    return weights @ value
+
+
+@dataclass
+class Wrong:
+    detector: str
+    impl: object  # a class (instantiated per test: some keep state) or an SDPA-style function
+    verdict: str
+    found: str  # a fragment of the message that shows the right thing was found
+    call: str  # the call named in brackets at the end of the message
+    contract: str = "lesson"
+
+
+WRONG = [
+    Wrong("known_answers", NoScaling, "killed", "weights[0, 0] = 0.4", "attention(Q (3, 2)"),
+    Wrong("causal_alignment", BottomRightCausal, "killed", "keys {0, 1} (top-left), got keys",
+          "f(query", "sdpa"),
+    Wrong("gqa_head_mapping", GqaRepeat, "killed",
+          "query head 1 to read key/value head 0 (g = 2), got output matching key/value head 1",
+          "f(query", "sdpa"),
+    Wrong("matches_loop_oracle", DividedByDk, "killed", "out[0, 0] = ", "attention(Q (4, 5)"),
+    Wrong("dtype_follows_input", PromotesToFloat64, "killed",
+          "out of dtype float32, got float64", "attention(Q (2, 1, 4) float32"),
+    Wrong("output_is_weighted_values", WeightsBeforeMask, "killed", "out[", "mask (5, 4) bool"),
+    Wrong("weights_are_distributions", MaskAfterSoftmax, "killed", "row sum[", "attention("),
+    Wrong("weights_are_distributions", LargeNegativeFill, "killed",
+          "= 0 exactly (a forbidden key)", "attention("),
+    Wrong("batch_consistency", FirstItemMask, "killed", "out[1][", "attention("),
+    Wrong("mask_forms_agree", FloatMaskAsBool, "killed", "out[", "attn_mask (2, 3, 4, 6) float64",
+          "sdpa"),
+    Wrong("mask_forms_agree", InvertedMask, "killed", "out[", "mask (4, 6) bool"),
+    Wrong("permutation_equivariance", AlwaysCausal, "killed", "out[", "attention("),
+    Wrong("prefix_consistency", ScaledBySequenceLength, "killed", "out[..., :2, :][",
+          "causal_self_attention(X (5, 2, 6)"),
+    Wrong("scores_scaled_by_rsqrt_dk", ScaledByValueWidth, "killed", "out[",
+          "f(query (2, 3, 4, 8)", "sdpa"),
+    Wrong("shift_invariance", SoftmaxWithoutMax, "nan", "softmax[0] = ", "softmax(x (3,)"),
+    Wrong("causality", MaskOneTooWide, "killed", "out[..., :j, :][", "causal_self_attention("),
+    Wrong("head_independence", SoftmaxAcrossHeads, "killed", "out[..., heads != 0, :, :][",
+          "f(query", "sdpa"),
+    Wrong("mask_poisoning", AdditiveLargeNegative, "killed", "out[", "attention("),
+    Wrong("queries_are_independent", SoftmaxOverQueries, "killed", "out[..., rows != 0, :][",
+          "attention("),
+    Wrong("dropout_is_inverted", dropout_not_rescaled, "killed", "(w / (1 - 0.5))",
+          "dropout_p=0.5", "sdpa"),
+    Wrong("empty_rows_are_zero", NaiveSoftmax, "nan", "finite, got nan", "attention("),
+    Wrong("low_precision_agreement", ComputesInHalf, "killed", "out[", "float32"),
+    Wrong("call_order_independence", MaskCachedByFirstCall, "killed", "exactly",
+          "causal_self_attention("),
+    Wrong("determinism", DropoutLeftOn, "killed", "exactly", "f(query", "sdpa"),
+    Wrong("input_immutability", SoftmaxInPlace, "killed", "x modified by the call",
+          "softmax(x (3,)"),
+    Wrong("correct_gradients", DetachedNormaliser, "killed", "dQ[", "attention(Q (4, 5) float64"),
+    Wrong("correct_gradients", QueryDetached, "killed", "got no gradient reached query",
+          "f(query", "sdpa"),
+    Wrong("allclose_vs_sdpa", UpperTriangleMaskTorch, "killed",
+          "F.scaled_dot_product_attention(is_causal=True)'s output", "causal_self_attention("),
+    Wrong("lesson_checks", UpperTriangleMask, "killed",
+          "causal_mask(3) as printed in the lesson, got [[True, True, True]", "causal_mask(T=3)"),
+]
+
+
+def wrong_id(case):
+    return f"{case.detector}-{getattr(case.impl, '__name__', type(case.impl).__name__)}"
+
+
+def test_every_detector_and_baseline_has_a_wrong_case():
+    assert sorted({w.detector for w in WRONG}) == sorted(NAMES)
+
+
+@pytest.mark.parametrize("case", WRONG, ids=[wrong_id(w) for w in WRONG])
+def test_detector_flags_its_wrong_case(case, battery):
+    impl = case.impl() if isinstance(case.impl, type) else case.impl
+    finding = run(DETECTORS[case.detector], subject(impl, wrong_id(case), case.contract), battery)
+    assert finding.verdict == case.verdict, finding.message
+    assert_envelope(finding, case.detector, case.call)
+    assert case.found in finding.message, finding.message
+
+
+# -- the reference passes every detector ---------------------------------------------------------
+
+REFERENCES = {
+    "numpy": (lesson_numpy, "lesson", "numpy"),
+    "torch": (lesson_torch, "lesson", "torch"),
+    "sdpa": (scaled_dot_product_attention, "sdpa", "torch"),
+}
+NOT_APPLICABLE = {  # (detector, reference) -> why it does not apply
+    ("causal_alignment", "numpy"): "is_causal is an SDPA argument",
+    ("causal_alignment", "torch"): "is_causal is an SDPA argument",
+    ("gqa_head_mapping", "numpy"): "grouped-query attention is an SDPA argument",
+    ("gqa_head_mapping", "torch"): "grouped-query attention is an SDPA argument",
+    ("dropout_is_inverted", "numpy"): "dropout is an SDPA argument",
+    ("dropout_is_inverted", "torch"): "dropout is an SDPA argument",
+    ("correct_gradients", "numpy"): "autograd needs torch; this is a NumPy implementation",
+}
+
+
+@pytest.mark.parametrize("backend", REFERENCES)
+@pytest.mark.parametrize("name", NAMES)
+def test_reference_passes(name, backend, battery):
+    impl, contract, torch_or_numpy = REFERENCES[backend]
+    finding = run(DETECTORS[name], subject(impl, f"reference-{backend}", contract, torch_or_numpy),
+                  battery)
+    why = NOT_APPLICABLE.get((name, backend))
+    if why is None:
+        assert finding.verdict == "survived", finding.message
+        assert finding.message == f"[{name}] held on every case"
+        assert finding.calls > 0
+    else:
+        assert finding.verdict == "n/a", finding.message
+        assert finding.message.startswith(f"[{name}] n/a: ") and why in finding.message
+
+
+# -- the harness: what becomes of a failing detector or a misbehaving implementation -------------
+
+
+def test_a_detector_that_raises_is_an_error_never_a_kill(battery):
+    def check(subject, battery):
+        subject.attend(battery.attention[0])  # the implementation answers (wrongly, even)
+        raise KeyError("oops")  # and the detector trips over its own feet
+
+    detector = types.SimpleNamespace(NAME="clumsy", check=check)
+    finding = run(detector, subject(NoScaling(), "no-scaling"), battery)
+    assert finding.verdict == "error" and not finding.caught
+    assert finding.message.startswith("[clumsy] detector error KeyError: 'oops' (test_detectors.py:")
+
+
+class Raises(LessonNumpy):
+    def attention(self, Q, K, V, mask=None):
+        raise ValueError("shapes do not align")
+
+
+class ReturnsOutOnly(LessonNumpy):
+    def attention(self, Q, K, V, mask=None):
+        return super().attention(Q, K, V, mask)[0]  # the contract asks for (out, weights)
+
+
+class Sleeps(LessonNumpy):
+    def attention(self, Q, K, V, mask=None):
+        time.sleep(2)
+        return super().attention(Q, K, V, mask)
+
+
+@pytest.mark.parametrize("impl, verdict, what", [
+    (Raises, "crashed", "got raised ValueError: shapes do not align ["),
+    (ReturnsOutOnly, "crashed", "got returned a ndarray, not a pair (out, weights) ["),
+    (Sleeps, "hung", "got no answer within 0.05 s ["),
+], ids=["raises", "not-a-pair", "sleeps"])
+def test_implementation_failures(impl, verdict, what, battery):
+    start = time.perf_counter()
+    sub = subject(impl(), impl.__name__, call_seconds=0.05)
+    finding = run(DETECTORS["matches_loop_oracle"], sub, battery)
+    assert finding.verdict == verdict and finding.caught, finding.message
+    assert finding.message.startswith("[matches_loop_oracle] expected an answer, got ")
+    assert what in finding.message and finding.message.endswith(")]"), finding.message
+    assert "attention(Q (4, 5) float64" in finding.message
+    compile(finding.evidence.snippet, "<snippet>", "exec")
+    assert time.perf_counter() - start < 1.5  # the sleeping call was cut short
+
+
+def test_an_sdpa_callable_returning_a_tuple_crashes(battery):
+    def returns_pair(query, key, value, **kwargs):
+        out = scaled_dot_product_attention(query, key, value, **kwargs)
+        return out, None  # the SDPA contract returns the output only
+
+    finding = run(DETECTORS["matches_loop_oracle"], subject(returns_pair, "pair", "sdpa"), battery)
+    assert finding.verdict == "crashed", finding.message
+    assert "got returned a tuple, not a torch.Tensor [f(query" in finding.message
+
+
+@pytest.mark.parametrize("name, functions, verdict, reason", [
+    ("prefix_consistency", ("attention",), "n/a", "defines no causal_self_attention"),
+    ("output_is_weighted_values", ("softmax", "causal_mask"), "n/a", "defines no attention"),
+    ("input_immutability", ("causal_mask",), "n/a", "defines no softmax"),
+    ("known_answers", ("softmax",), "survived", ""),
+    ("matches_loop_oracle", ("attention",), "survived", ""),
+])
+def test_a_lesson_module_with_only_some_functions(name, functions, verdict, reason, battery):
+    module = types.SimpleNamespace(**{fn: getattr(lesson_numpy, fn) for fn in functions})
+    finding = run(DETECTORS[name], subject(module, "partial"), battery)
+    assert finding.verdict == verdict, finding.message
+    if verdict == "n/a":
+        assert finding.message == f"[{name}] n/a: wrong/partial {reason}"
