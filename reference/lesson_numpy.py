@@ -18,10 +18,12 @@ class LessonNumpy:
 
     def softmax(self, x):
         m = np.max(x, axis=-1, keepdims=True)  # (..., 1) row maximum
-        m = np.where(np.isneginf(m), 0.0, m)  # an all -inf row has no maximum to subtract
+        # an all -inf row has no maximum: subtract 0 (any finite c: exp(-inf - c) = 0 either way)
+        m = np.where(np.isneginf(m), 0.0, m)  # pragma: no mutate
         e = np.exp(x - m)  # (..., n) in [0, 1], exactly 0 at -inf
         total = np.sum(e, axis=-1, keepdims=True)  # (..., 1)
-        return e / np.where(total == 0.0, 1.0, total)  # an all -inf row stays 0, never 0/0
+        # an all -inf row stays 0, never 0/0 (dividing its zeros by any non-zero gives 0)
+        return e / np.where(total == 0.0, 1.0, total)  # pragma: no mutate
 
     def attention(self, Q, K, V, mask=None):
         d_k = Q.shape[-1]

@@ -22,14 +22,16 @@ class LessonTorch:
         d_k = Q.shape[-1]
         scores = Q @ K.transpose(-2, -1) / math.sqrt(d_k)  # (..., T_q, T_k)
         if mask is not None:
-            scores = torch.where(mask, scores, float("-inf"))  # forbidden keys score -inf
+            scores = torch.where(mask, scores, -math.inf)  # forbidden keys score -inf
         weights = self.softmax(scores)  # (..., T_q, T_k), rows sum to 1 (0 if empty)
         return weights @ V, weights  # (..., T_q, d_v), (..., T_q, T_k)
 
     def causal_self_attention(self, X, W_q, W_k, W_v):
         Q, K, V = X @ W_q, X @ W_k, X @ W_v  # (..., T, d_k), (..., T, d_k), (..., T, d_v)
         T = X.shape[-2]
-        return self.attention(Q, K, V, self.causal_mask(T).to(X.device))
+        # device placement: a no-op on the CPU, needed on a GPU (caught there with --device cuda)
+        mask = self.causal_mask(T).to(X.device)  # pragma: no mutate
+        return self.attention(Q, K, V, mask)
 
 
 _lesson = LessonTorch()

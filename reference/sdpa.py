@@ -24,7 +24,7 @@ class ScaledDotProductAttention(LessonTorch):
         dropout_p=0.0,
         is_causal=False,
         scale=None,
-        enable_gqa=False,
+        enable_gqa=False,  # pragma: no mutate (True shares heads in groups of 1 when H_q == H_kv)
     ):
         L, S, E = query.shape[-2], key.shape[-2], query.shape[-1]
         if enable_gqa:
@@ -33,19 +33,21 @@ class ScaledDotProductAttention(LessonTorch):
         scores = query @ key.transpose(-2, -1) * factor  # (N, ..., H, L, S)
         scores = scores + self.bias(attn_mask, is_causal, L, S, query)  # -inf where forbidden
         weights = self.softmax(scores)  # (N, ..., H, L, S), empty rows are 0
-        if dropout_p > 0:
+        # dropout with p = 0 is the identity, so '>= 0' would be the same function
+        if dropout_p > 0:  # pragma: no mutate
             weights = torch.nn.functional.dropout(weights, dropout_p)  # survivors scaled 1/(1-p)
         return weights @ value  # (N, ..., H, L, Ev)
 
     def bias(self, attn_mask, is_causal, L, S, query):
-        bias = torch.zeros(L, S, dtype=query.dtype, device=query.device)  # (L, S)
+        # (L, S) zeros on the query's device, in its dtype; a (S,) row would broadcast the same
+        bias = query.new_zeros(L, S)  # pragma: no mutate
         if is_causal:
-            allowed = torch.ones(L, S, dtype=torch.bool, device=query.device).tril()  # top-left
-            bias = bias.masked_fill(~allowed, float("-inf"))
+            allowed = query.new_ones(L, S, dtype=torch.bool).tril()  # top-left
+            bias = bias.masked_fill(~allowed, -math.inf)
         if attn_mask is None:
             return bias
         if attn_mask.dtype == torch.bool:
-            return torch.where(attn_mask, bias, float("-inf"))  # (..., L, S): False -> -inf
+            return torch.where(attn_mask, bias, -math.inf)  # (..., L, S): False -> -inf
         return bias + attn_mask  # a float mask is added to the scores
 
     def share_kv_heads(self, query, key, value):

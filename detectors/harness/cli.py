@@ -85,6 +85,18 @@ def build_parser():
     p.add_argument("id", help="kebab-case id, named for the mistake: softmax-over-batch")
     p.set_defaults(run=cmd_new)
 
+    p = sub.add_parser("mutants", help="mutation testing of reference/: score and the "
+                       "per-detector mutant matrix",
+                       description="From a clean mutants/: mutmut run over reference/, the score "
+                       "from mutmut export-cicd-stats (timeouts count as not killed), then every "
+                       "detector against every mutant. Exit 1 unless every mutant is killed.")
+    p.add_argument("--output", default="docs/mutants.json", metavar="PATH",
+                   help="where to write the per-detector mutant matrix (default docs/mutants.json)")
+    p.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
+    p.add_argument("--log", default="mutmut.log", metavar="PATH",
+                   help="mutmut's own output (default mutmut.log)")
+    p.set_defaults(run=cmd_mutants)
+
     p = sub.add_parser("detectors", help="the detectors, their oracle kind and property")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_detectors)
@@ -309,6 +321,14 @@ def seed_sweep(n, repeat, select):
         print(f"flaky: {label} × {detector}: {' '.join(kinds)}")
     print(f"{len(runs[0])} cells × {n} seeds: {len(flaky)} depend on the seed")
     return 1 if flaky else 0
+
+
+def cmd_mutants(args):
+    from detectors.harness import mutants
+
+    if args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    return mutants.main_run(args.output, args.jobs, args.log)
 
 
 def cmd_detectors(args):
