@@ -100,6 +100,17 @@ def build_parser():
     p = sub.add_parser("detectors", help="the detectors, their oracle kind and property")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_detectors)
+
+    p = sub.add_parser("docs", help="regenerate docs/: catalogue pages, kill-matrix JSON and PNG",
+                       description="Run the kill matrix (seed 0) and write docs/kill-matrix.json, "
+                       "docs/kill-matrix.png, docs/catalogue/*.md and the generated blocks of "
+                       "docs/test-design.md.")
+    p.add_argument("--from-json", metavar="PATH",
+                   help="rebuild pages and heatmap from this matrix JSON instead of running it")
+    p.add_argument("--check", action="store_true",
+                   help="exit 1 naming the files that differ from what docs/kill-matrix.json "
+                   "gives (runs no matrix)")
+    p.set_defaults(run=cmd_docs)
     return parser
 
 
@@ -342,6 +353,37 @@ def cmd_detectors(args):
     w = max(len(r["name"]) for r in rows)
     for r in rows:
         print(f"{r['name']:<{w}}  {r['oracle']:<13} {','.join(r['clauses']):<16} {r['property']}")
+    return 0
+
+
+def cmd_docs(args):
+    from detectors.harness import docs
+
+    if args.check:
+        if args.from_json:
+            raise UsageError("--check reads docs/kill-matrix.json; drop --from-json")
+        stale = docs.stale()
+        for path, why in stale:
+            print(f"stale: {path}: {why}")
+        print("docs are up to date" if not stale else
+              f"{len(stale)} stale file(s): run 'attnzoo docs' (or --from-json "
+              f"{docs.JSON_PATH.as_posix()} when only the zoo's text changed)")
+        return 1 if stale else 0
+    if args.from_json:
+        if not os.path.exists(args.from_json):
+            raise UsageError(f"no such file: {args.from_json}")
+        data = docs.normalise(docs.load(args.from_json))
+        for problem in docs.coverage(data):
+            print(f"warning: {args.from_json}: {problem}", file=sys.stderr)
+        written = docs.write(data)
+    else:
+        start = time.perf_counter()
+        data = docs.run_matrix(0, progress=lambda row: print(f"  {row.label}", file=sys.stderr,
+                                                              flush=True))
+        print(f"kill matrix: {time.perf_counter() - start:.0f} s", file=sys.stderr)
+        written = docs.write(data)
+    for path in written:
+        print(f"wrote {path}")
     return 0
 
 

@@ -29,7 +29,8 @@ def close(subject, answers, actual, expected, atol, what="out", case="", relatio
     got, want = actual[index], expected[index]
     verdict = NAN if not np.isfinite(got) and np.isfinite(want) else KILLED
     evidence = subject.evidence(answers, case, index, relation)
-    raise Flag(f"{at(what, index)} = {fmt(want)} (± {atol:.2g})", fmt(got), evidence, verdict)
+    raise Flag(because(f"{at(what, index)} = {fmt(want)} (± {atol:.2g})", relation), fmt(got),
+               evidence, verdict)
 
 
 def equal(subject, answers, actual, expected, what="out", case="", relation=""):
@@ -44,7 +45,13 @@ def equal(subject, answers, actual, expected, what="out", case="", relation=""):
         return
     index = tuple(np.argwhere(bad)[0])
     evidence = subject.evidence(answers, case, index, relation)
-    raise Flag(f"{at(what, index)} = {fmt(expected[index])} exactly", fmt(actual[index]), evidence)
+    raise Flag(because(f"{at(what, index)} = {fmt(expected[index])} exactly", relation),
+               fmt(actual[index]), evidence)
+
+
+def because(expected, relation):
+    """The expectation with the relation that makes it one, when there is one."""
+    return f"{expected} ({relation})" if relation else expected
 
 
 def same_shape(subject, answers, actual, shape, what="out", case="", relation=""):
@@ -66,7 +73,8 @@ def finite(subject, answers, actual, what="out", case="", relation=""):
 def holds(subject, answers, ok, expected, actual, case="", index=None, relation=""):
     """Flag with free-form expected/actual texts unless ``ok``."""
     if not ok:
-        raise Flag(expected, actual, subject.evidence(answers, case, index, relation))
+        raise Flag(because(expected, relation), actual,
+                   subject.evidence(answers, case, index, relation))
 
 
 def dtype(subject, answers, got, want, what="out", case=""):

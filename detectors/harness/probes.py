@@ -189,12 +189,18 @@ class _Numpy:
 
 class _Torch:
     array_name = "a torch.Tensor"
+    threads_pinned = False
 
     def __init__(self, device):
         import torch
 
         self.torch = torch
         self.device = device
+        if not _Torch.threads_pinned:
+            # The battery's tensors are tiny: a second intra-op thread only adds wake-ups, and
+            # with several test workers on a small machine the spinning threads starve each other.
+            torch.set_num_threads(1)
+            _Torch.threads_pinned = True
 
     def inputs(self, request, target):
         torch = self.torch

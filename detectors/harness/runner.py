@@ -34,11 +34,12 @@ def run(detector, subject, battery):
     except ImplementationFailure as failure:
         finding.verdict = failure.verdict
         call = subject.last
+        described = call.describe(subject.name) if call is not None else failure.call
         finding.evidence = Evidence(
-            failure.call, expected="an answer", actual=failure.what,
+            described, expected="an answer", actual=failure.what,
             snippet=subject.evidence([_Sent(call)]).snippet if call is not None else "",
         )
-        finding.message = envelope(detector.NAME, "an answer", failure.what, failure.call)
+        finding.message = envelope(detector.NAME, "an answer", failure.what, described)
     except NotApplicable as reason:
         finding.verdict, finding.message = NA, f"[{detector.NAME}] n/a: {reason}"
     except Exception as e:  # noqa: BLE001 - a detector bug is reported, never counted as a kill
