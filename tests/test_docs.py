@@ -45,7 +45,9 @@ def test_check_names_the_page_of_an_entry_whose_text_changed(monkeypatch, capsys
     i = _entry_index("mask-fill-zero")
     entry = zoo.BUGS[i]
     edited = dataclasses.replace(entry.meta, lesson="Fill masked scores with something else.")
-    monkeypatch.setitem(zoo.BUGS, i, dataclasses.replace(entry, meta=edited))
+    bugs = list(zoo.BUGS)
+    bugs[i] = dataclasses.replace(entry, meta=edited)
+    monkeypatch.setattr(zoo, "BUGS", bugs)
     after = {path for path, _ in docs.stale()}
     assert after - before == {"docs/catalogue/mask-fill-zero.md"}
     assert cli.main(["docs", "--check"]) == 1
@@ -94,8 +96,6 @@ def test_json_cells_equal_a_fresh_evaluation(label):
     committed = next(r for r in DATA["rows"] if r["row"] == label)
     fresh = matrix.evaluate(seed=DATA["seed"], select=lambda r: r.label == label).to_json()
     (row,) = fresh["rows"]
-    kinds = {"bug", "decoy"}
-    assert committed["kind"] in kinds
 
     def essentials(cell):
         evidence = cell.get("evidence") or {}

@@ -124,10 +124,14 @@ def rounding_error(call, dtype, what):
 
 
 def _round(a, dtype):
-    import torch
-
-    return torch.from_numpy(np.ascontiguousarray(a, dtype=np.float64)).to(
-        getattr(torch, dtype)).double().numpy()
+    """``a`` rounded to ``dtype`` (to nearest, ties to even) and back to float64."""
+    a = np.asarray(a, dtype=np.float64)
+    if dtype != "bfloat16":
+        return a.astype(dtype).astype(np.float64)
+    bits = a.astype(np.float32).view(np.uint32)  # bfloat16 is the top half of a float32
+    finite = np.isfinite(a)
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1))) & np.uint32(0xFFFF0000)
+    return np.where(finite, rounded.view(np.float32), a).astype(np.float64)
 
 
 def _softmax(x):

@@ -1,0 +1,185 @@
+"""``attnzoo bench``: how long the harness takes, as medians over repeated whole runs.
+
+Every figure is a whole command timed from outside (wall clock with ``time.perf_counter``,
+CPU from ``resource.getrusage`` of the children), repeated, and reported as median, min and
+max — this machine is shared and noisy, so single timings mean little. Per-detector costs and
+the harness overhead come from the findings' own timings (``seconds`` of a check, and
+``impl_seconds`` spent inside the implementation's calls).
+"""
+
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PY = sys.executable
+TARGETS = {
+    "ms per check (numpy module)": "reference/lesson_numpy.py",
+    "ms per check (SDPA callable)": "torch.nn.functional:scaled_dot_product_attention",
+}
+
+
+def timed(cmd, repeats, env=None):
+    """Median/min/max wall and CPU seconds of a command run ``repeats`` times."""
+    walls, cpus, last = [], [], None
+    for _ in range(repeats):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        last = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return {"command": " ".join(cmd), "runs": repeats, "exit_code": last.returncode,
+            "wall": spread(walls), "cpu": spread(cpus)}, last
+
+
+def spread(values):
+    return {"median": round(statistics.median(values), 3), "min": round(min(values), 3),
+            "max": round(max(values), 3)}
+
+
+def machine():
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import numpy
+    import torch
+
+    return {"date": date.today().isoformat(), "cores": os.cpu_count(), "cpu": cpu,
+            "python": platform.python_version(), "numpy": numpy.__version__,
+            "torch": torch.__version__, "platform": platform.platform()}
+
+
+def check_costs(repeats):
+    """attnzoo check on a NumPy module and an SDPA callable: wall, and the harness share."""
+    out = {}
+    for name, target in TARGETS.items():
+        figure, last = timed([PY, "-m", "detectors", "check", target, "--json"], repeats)
+        doc = json.loads(last.stdout)
+        impl = doc["summary"]["impl_seconds"]
+        figure["impl_seconds"] = impl
+        figure["harness_share"] = round(1 - impl / figure["wall"]["median"], 3)
+        figure["detector_seconds"] = doc["summary"]["seconds"]
+        out[target] = figure
+    return out
+
+
+def matrix_costs(repeats, scales):
+    """The kill matrix in-process: per-detector cost, and its growth with the battery."""
+    runs = {}
+    for scale in scales:
+        with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+            path = f.name
+        figure, _ = timed([PY, "-m", "detectors", "matrix", "--format", "json", "--repeat",
+                           str(scale), "--output", path], repeats if scale == 1 else 1)
+        doc = json.loads(Path(path).read_text())
+        os.unlink(path)
+        runs[scale] = (figure, doc)
+    figure, doc = runs[scales[0]]
+    per_detector = {}
+    for row in doc["rows"]:
+        for name, c in row["cells"].items():
+            d = per_detector.setdefault(name, {"seconds": 0.0, "impl_seconds": 0.0, "calls": 0})
+            d["seconds"] += c["seconds"]
+            d["impl_seconds"] += c["impl_seconds"]
+            d["calls"] += c["calls"]
+    for d in per_detector.values():
+        d["seconds"], d["impl_seconds"] = round(d["seconds"], 3), round(d["impl_seconds"], 3)
+    summary = doc["summary"]
+    full = sum(per_detector[d]["seconds"] for d in doc["detectors"])
+    baselines = {
+        b: {"seconds": per_detector[b]["seconds"], "bug_rows": summary["baselines"][b]["rows"],
+            "full_suite_time_ratio": round(full / max(per_detector[b]["seconds"], 1e-9), 1),
+            "full_suite_catches": summary["full_suite"]["rows"],
+            "extra_bug_rows_caught": summary["full_suite"]["rows"] - summary["baselines"][b]["rows"]}
+        for b in doc["baselines"]
+    }
+    scaling = {str(s): {"wall": runs[s][0]["wall"]["median"],
+                        "per_unit": round(runs[s][0]["wall"]["median"] / s, 3)} for s in scales}
+    return {"matrix": figure, "per_detector": per_detector, "full_suite_seconds": round(full, 3),
+            "baselines": baselines, "scaling": scaling, "bug_rows": summary["bug_rows"]}
+
+
+def xdist_identical():
+    """The kill matrix of a serial and a parallel pytest run, compared cell for cell."""
+    from detectors.harness.matrix import from_json
+
+    paths = [tempfile.mktemp(suffix=".json") for _ in range(2)]
+    base = [PY, "-m", "pytest", "tests/test_kill_matrix.py", "-q", "-p", "no:cacheprovider"]
+    subprocess.run(base + ["-p", "no:xdist", "--kill-matrix-json", paths[0]], cwd=ROOT,
+                   capture_output=True)
+    subprocess.run(base + ["-n", "2", "--kill-matrix-json", paths[1]], cwd=ROOT,
+                   capture_output=True)
+    serial, parallel = (from_json(json.loads(Path(p).read_text())) for p in paths)
+    for p in paths:
+        os.unlink(p)
+    differ = sorted(k for k in serial if serial[k] != parallel.get(k))
+    return {"cells": len(serial), "identical": serial == parallel, "differing": differ[:20]}
+
+
+def run(repeats=3, scales=(1, 2, 4), output="docs/benchmark.json", compare_xdist=True):
+    report = {"machine": machine()}
+    test_cmd = [PY, "-m", "pytest", "-n", "auto", "-q", "-p", "no:cacheprovider"]
+    report["pytest"], _ = timed(test_cmd, repeats)
+    report["check"] = check_costs(max(repeats, 5))
+    report.update(matrix_costs(repeats, scales))
+    if compare_xdist:
+        report["xdist_vs_serial"] = xdist_identical()
+    Path(output).write_text(json.dumps(report, indent=1) + "\n")
+    print(render(report))
+    print(f"\nwritten to {output}")
+    return 0
+
+
+def render(r):
+    m = r["machine"]
+    lines = [f"{m['date']}, {m['cores']} cores, {m['cpu'] or m['platform']}, Python "
+             f"{m['python']}, numpy {m['numpy']}, torch {m['torch']}", "",
+             "| what | median | min | max | runs |", "|---|---|---|---|---|"]
+
+    def row(name, fig, key="wall"):
+        w = fig[key]
+        lines.append(f"| {name} | {w['median']:.2f} s | {w['min']:.2f} s | {w['max']:.2f} s | "
+                     f"{fig['runs']} |")
+
+    row("`pytest -n auto` (the README's test command), wall", r["pytest"])
+    row("kill matrix alone (`attnzoo matrix`, one process), wall", r["matrix"])
+    for target, fig in r["check"].items():
+        row(f"`attnzoo check {target}`, wall", fig)
+    lines += ["", "| check | harness share of wall | time inside the implementation |",
+              "|---|---|---|"]
+    for target, fig in r["check"].items():
+        lines.append(f"| `{target}` | {fig['harness_share']:.0%} | {fig['impl_seconds']:.2f} s |")
+    lines += ["", "| battery | matrix wall | per unit of battery |", "|---|---|---|"]
+    for scale, s in r["scaling"].items():
+        lines.append(f"| {scale}× | {s['wall']:.1f} s | {s['per_unit']:.1f} s |")
+    lines += ["", "| suite | seconds over the whole zoo | bug rows caught | full suite is slower by | "
+              "and catches more by |", "|---|---|---|---|---|"]
+    lines.append(f"| full suite ({len(r['per_detector']) - len(r['baselines'])} detectors) | "
+                 f"{r['full_suite_seconds']:.1f} | {next(iter(r['baselines'].values()))['full_suite_catches']}"
+                 f"/{r['bug_rows']} | | |")
+    for name, b in r["baselines"].items():
+        lines.append(f"| {name} | {b['seconds']:.1f} | {b['bug_rows']}/{r['bug_rows']} | "
+                     f"{b['full_suite_time_ratio']}× | +{b['extra_bug_rows_caught']} rows |")
+    lines += ["", "| detector | seconds over the whole zoo | calls | inside the implementation |",
+              "|---|---|---|---|"]
+    for name, d in sorted(r["per_detector"].items(), key=lambda x: -x[1]["seconds"]):
+        lines.append(f"| {name} | {d['seconds']:.2f} | {d['calls']} | {d['impl_seconds']:.2f} s |")
+    if "xdist_vs_serial" in r:
+        x = r["xdist_vs_serial"]
+        lines += ["", f"kill matrix, serial vs `-n 2`: {x['cells']} cells, "
+                      f"{'identical' if x['identical'] else 'DIFFERENT: ' + str(x['differing'])}"]
+    return "\n".join(lines)

@@ -1,0 +1,51 @@
+"""pytest-xdist gives the kill matrix that a serial run gives, cell for cell."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from detectors.harness.matrix import from_json
+
+ROOT = Path(__file__).resolve().parents[1]
+# A slice across backends and kinds keeps this test short; `attnzoo bench` compares the whole matrix.
+ROWS = "reference-numpy or reference-sdpa or mask-fill-zero or gqa-repeat or flash-tiled-torch"
+
+
+def matrix_json(tmp_path, name, *args):
+    path = tmp_path / f"{name}.json"
+    cmd = [sys.executable, "-m", "pytest", "tests/test_kill_matrix.py", "-q", "-p",
+           "no:cacheprovider", "-k", ROWS, "--kill-matrix-json", str(path), *args]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:]
+    return json.loads(path.read_text())
+
+
+def test_parallel_kill_matrix_equals_serial(tmp_path):
+    serial = matrix_json(tmp_path, "serial", "-p", "no:xdist")
+    parallel = matrix_json(tmp_path, "parallel", "-n", "2")
+    assert len(serial["rows"]) == 6
+    assert from_json(serial) == from_json(parallel)
+    assert serial["summary"] == parallel["summary"]
+
+
+def test_gpu_table_without_a_gpu_says_so_and_exits_0():
+    done = subprocess.run([sys.executable, "-m", "detectors", "gpu"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    import torch
+
+    if torch.cuda.is_available():
+        return  # on a GPU machine the table itself is the check (docs/gpu-conformance.md)
+    assert done.returncode == 0 and "no CUDA device" in done.stdout
+
+
+def test_gpu_table_runs_on_the_cpu(tmp_path):
+    out = tmp_path / "table.json"
+    done = subprocess.run([sys.executable, "-m", "detectors", "gpu", "--device", "cpu",
+                           "--output", str(out)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:]
+    doc = json.loads(out.read_text())
+    cells = doc["cells"]
+    assert all(v["verdict"] in ("survived", "n/a", "unsupported") for v in cells.values())
+    assert cells["matches_loop_oracle|MATH/float16"]["verdict"] == "survived"
