@@ -22,6 +22,7 @@ def in_both_orders(subject, calls, run):
 
 
 def check(subject, battery):
+    subject.fresh()  # state left by earlier detectors would hide a first-call cache
     lesson = subject.contract == "lesson"
     tested = False
     if not lesson or not subject.manifest.lacks("causal_self_attention"):

@@ -16,7 +16,6 @@ from reference.lesson_numpy import LessonNumpy
 from reference.lesson_torch import LessonTorch
 from zoo import Bug
 
-# prefix_consistency
 BUG = Bug(
     id="mask-cached-by-first-call",
     title="Causal mask built by the first call, kept, and sliced from the wrong end for shorter calls",
@@ -28,7 +27,7 @@ BUG = Bug(
     seen_in="attention modules that keep a causal mask buffer of the largest length seen and "
             "slice it for each call, mixing the self-attention slice with the KV-cache slice "
             "used when decoding",
-    caught_by=("matches_loop_oracle", "causality"),
+    caught_by=("matches_loop_oracle", "causality", "call_order_independence"),
 )
 
 

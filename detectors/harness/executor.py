@@ -6,6 +6,7 @@ The worker keeps the implementation away from the harness: a hang is killed, a c
 ``sys.exit`` takes only the worker down, and what it prints never reaches the report.
 """
 
+import inspect
 import os
 import signal
 import socket
@@ -37,6 +38,16 @@ class InProcess:
         self.manifest = manifest(self.obj, target)
         self.call_seconds = call_seconds
         self.notes = []
+
+    def fresh(self):
+        """An executor on a new instance of the implementation, with none of its history."""
+        obj = self.obj
+        if not inspect.ismodule(obj):
+            try:
+                obj = type(obj)()
+            except TypeError:  # an object that cannot be rebuilt from nothing: keep it
+                pass
+        return InProcess(self.target, obj, self.call_seconds)
 
     def run(self, request):
         limit = limit_for(request, self.call_seconds)
@@ -109,6 +120,13 @@ class Isolated:
         self.target = target
         self.manifest = self._ask(("target", target), f"{target.locator} while importing it")
         return self.manifest
+
+    def fresh(self):
+        """The same worker restarted: the implementation is imported anew, with no history."""
+        self.close()
+        self._spawn()
+        self.use(self.target)
+        return self
 
     def run(self, request):
         if self.proc is None:

@@ -90,12 +90,16 @@ _SUBJECTS = {}
 
 
 def subject_for(row, device="cpu", dtype="float64"):
-    """One in-process subject per row, reused across detectors (the zoo is trusted code)."""
+    """An in-process subject for a row (the zoo is trusted code), on a new instance each time.
+
+    A fresh instance per cell keeps every cell independent of which detectors ran before it
+    on the same worker, so serial and parallel runs agree even for bugs that keep state.
+    """
     key = (row, device, dtype)
     if key not in _SUBJECTS:
         target = row.target(device)
         _SUBJECTS[key] = Subject(target, InProcess(target), dtype)
-    return _SUBJECTS[key]
+    return _SUBJECTS[key].fresh()
 
 
 @dataclass
@@ -231,8 +235,8 @@ def evaluate(seed=0, repeat=1, select=None, device="cpu", dtype="float64", progr
     chosen = [r for r in rows() if select is None or select(r)]
     matrix = Matrix(seed, [d.NAME for d in dets], [b.NAME for b in bases], chosen)
     for row in chosen:
-        subject = subject_for(row, device, dtype)
         for detector in dets + bases:
+            subject = subject_for(row, device, dtype)
             matrix.findings[(row.label, detector.NAME)] = run(detector, subject, battery)
         if progress:
             progress(row)

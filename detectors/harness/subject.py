@@ -40,6 +40,11 @@ class Subject:
     backend = property(lambda self: self.target.backend)
     manifest = property(lambda self: self.executor.manifest)
 
+    def fresh(self):
+        """Move this subject to an implementation that has made no calls yet."""
+        self.executor = self.executor.fresh()
+        return self
+
     @contextlib.contextmanager
     def at(self, dtype):
         """Make every call in the block at ``dtype`` (the baselines are float64 suites)."""
