@@ -1,7 +1,8 @@
 """``torch.nn.functional.scaled_dot_product_attention``'s documented semantics, written out.
 
 The lesson's attention with PyTorch's extra arguments: a float mask, ``is_causal``, ``scale``,
-dropout and grouped-query heads. Each step is a method so a zoo entry can get one of them wrong.
+dropout and grouped-query heads. Each step — scores, bias, weights, sharing key/value heads — is
+a method, so a zoo entry can get exactly one of them wrong.
 ``attnzoo check reference/sdpa.py:scaled_dot_product_attention`` comes out clean.
 """
 
@@ -26,17 +27,24 @@ class ScaledDotProductAttention(LessonTorch):
         scale=None,
         enable_gqa=False,  # pragma: no mutate (True shares heads in groups of 1 when H_q == H_kv)
     ):
-        L, S, E = query.shape[-2], key.shape[-2], query.shape[-1]
+        L, S = query.shape[-2], key.shape[-2]
         if enable_gqa:
             key, value = self.share_kv_heads(query, key, value)  # (N, ..., H_q, S, E|Ev)
-        factor = 1 / math.sqrt(E) if scale is None else scale
-        scores = query @ key.transpose(-2, -1) * factor  # (N, ..., H, L, S)
+        scores = self.scores(query, key, scale)  # (N, ..., H, L, S)
         scores = scores + self.bias(attn_mask, is_causal, L, S, query)  # -inf where forbidden
-        weights = self.softmax(scores)  # (N, ..., H, L, S), empty rows are 0
+        weights = self.weights(scores, dropout_p)  # (N, ..., H, L, S), empty rows are 0
+        return weights @ value  # (N, ..., H, L, Ev)
+
+    def scores(self, query, key, scale):
+        factor = 1 / math.sqrt(query.shape[-1]) if scale is None else scale  # 1/√E by default
+        return query @ key.transpose(-2, -1) * factor  # (N, ..., H, L, S)
+
+    def weights(self, scores, dropout_p):
+        weights = self.softmax(scores)  # rows sum to 1, empty rows are 0
         # dropout with p = 0 is the identity, so '>= 0' would be the same function
         if dropout_p > 0:  # pragma: no mutate
             weights = torch.nn.functional.dropout(weights, dropout_p)  # survivors scaled 1/(1-p)
-        return weights @ value  # (N, ..., H, L, Ev)
+        return weights
 
     def bias(self, attn_mask, is_causal, L, S, query):
         # (L, S) zeros on the query's device, in its dtype; a (S,) row would broadcast the same

@@ -8,7 +8,6 @@ at evaluation too. Here the rate also comes from the configuration rather than f
 call returns a different answer; each one is plausible, none is attention.
 """
 
-import math
 
 import torch.nn.functional as F
 
@@ -36,26 +35,8 @@ BUG = Bug(
 class Sdpa(ScaledDotProductAttention):
     attn_pdrop = 0.1  # the attention dropout rate of the model's configuration
 
-    def __call__(
-        self,
-        query,
-        key,
-        value,
-        attn_mask=None,
-        dropout_p=0.0,
-        is_causal=False,
-        scale=None,
-        enable_gqa=False,
-    ):
-        L, S, E = query.shape[-2], key.shape[-2], query.shape[-1]
-        if enable_gqa:
-            key, value = self.share_kv_heads(query, key, value)  # (N, ..., H_q, S, E|Ev)
-        factor = 1 / math.sqrt(E) if scale is None else scale
-        scores = query @ key.transpose(-2, -1) * factor  # (N, ..., H, L, S)
-        scores = scores + self.bias(attn_mask, is_causal, L, S, query)  # -inf where forbidden
+    def weights(self, scores, dropout_p):
         weights = self.softmax(scores)  # (N, ..., H, L, S), empty rows are 0
-        weights = F.dropout(weights, self.attn_pdrop)  # BUG: always on, ignores dropout_p
-        return weights @ value  # (N, ..., H, L, Ev)
-
+        return F.dropout(weights, self.attn_pdrop)  # BUG: always on, ignores dropout_p
 
 SDPA = Sdpa()

@@ -8,7 +8,6 @@ which sharpens the softmax, and softmax renormalises the row anyway. No weight i
 zero and every row still sums to 1, so the output looks like attention with a little noise.
 """
 
-import math
 
 import torch.nn.functional as F
 
@@ -31,27 +30,9 @@ BUG = Bug(
 
 
 class Sdpa(ScaledDotProductAttention):
-    def __call__(
-        self,
-        query,
-        key,
-        value,
-        attn_mask=None,
-        dropout_p=0.0,
-        is_causal=False,
-        scale=None,
-        enable_gqa=False,
-    ):
-        L, S, E = query.shape[-2], key.shape[-2], query.shape[-1]
-        if enable_gqa:
-            key, value = self.share_kv_heads(query, key, value)  # (N, ..., H_q, S, E|Ev)
-        factor = 1 / math.sqrt(E) if scale is None else scale
-        scores = query @ key.transpose(-2, -1) * factor  # (N, ..., H, L, S)
+    def weights(self, scores, dropout_p):
         if dropout_p > 0:
             scores = F.dropout(scores, dropout_p)  # BUG: drops scores, not weights
-        scores = scores + self.bias(attn_mask, is_causal, L, S, query)  # -inf where forbidden
-        weights = self.softmax(scores)  # (N, ..., H, L, S), empty rows are 0
-        return weights @ value  # (N, ..., H, L, Ev)
-
+        return self.softmax(scores)  # (N, ..., H, L, S)
 
 SDPA = Sdpa()

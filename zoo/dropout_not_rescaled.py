@@ -8,7 +8,6 @@ the next layer sees outputs shrunk by (1 − p) in training and full-size ones a
 Nothing crashes, and with ``dropout_p=0`` it is exact.
 """
 
-import math
 
 import torch
 
@@ -30,28 +29,11 @@ BUG = Bug(
 
 
 class Sdpa(ScaledDotProductAttention):
-    def __call__(
-        self,
-        query,
-        key,
-        value,
-        attn_mask=None,
-        dropout_p=0.0,
-        is_causal=False,
-        scale=None,
-        enable_gqa=False,
-    ):
-        L, S, E = query.shape[-2], key.shape[-2], query.shape[-1]
-        if enable_gqa:
-            key, value = self.share_kv_heads(query, key, value)  # (N, ..., H_q, S, E|Ev)
-        factor = 1 / math.sqrt(E) if scale is None else scale
-        scores = query @ key.transpose(-2, -1) * factor  # (N, ..., H, L, S)
-        scores = scores + self.bias(attn_mask, is_causal, L, S, query)  # -inf where forbidden
+    def weights(self, scores, dropout_p):
         weights = self.softmax(scores)  # (N, ..., H, L, S), empty rows are 0
         if dropout_p > 0:
             keep = torch.rand_like(weights) >= dropout_p  # (N, ..., H, L, S): kept with prob. 1 - p
             weights = weights * keep  # BUG: survivors are not scaled by 1/(1 - p)
-        return weights @ value  # (N, ..., H, L, Ev)
-
+        return weights
 
 SDPA = Sdpa()

@@ -8,7 +8,6 @@ the answer it is supposed to predict. Nothing crashes and the rows still sum to 
 import math
 
 import numpy as np
-import torch
 
 from reference.lesson_numpy import LessonNumpy
 from reference.lesson_torch import LessonTorch

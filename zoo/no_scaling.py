@@ -50,28 +50,9 @@ class Torch(LessonTorch):
 
 
 class Sdpa(ScaledDotProductAttention):
-    def __call__(
-        self,
-        query,
-        key,
-        value,
-        attn_mask=None,
-        dropout_p=0.0,
-        is_causal=False,
-        scale=None,
-        enable_gqa=False,
-    ):
-        L, S = query.shape[-2], key.shape[-2]
-        if enable_gqa:
-            key, value = self.share_kv_heads(query, key, value)  # (N, ..., H_q, S, E|Ev)
-        scores = query @ key.transpose(-2, -1)  # BUG: (N, ..., H, L, S), no 1/√E by default
-        if scale is not None:
-            scores = scores * scale
-        scores = scores + self.bias(attn_mask, is_causal, L, S, query)  # -inf where forbidden
-        weights = self.softmax(scores)  # (N, ..., H, L, S), empty rows are 0
-        if dropout_p > 0:
-            weights = torch.nn.functional.dropout(weights, dropout_p)  # survivors scaled 1/(1-p)
-        return weights @ value  # (N, ..., H, L, Ev)
+    def scores(self, query, key, scale):
+        factor = 1.0 if scale is None else scale  # BUG: no 1/√E when no scale is given
+        return query @ key.transpose(-2, -1) * factor  # (N, ..., H, L, S)
 
 
 NUMPY = Numpy()

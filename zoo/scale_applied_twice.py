@@ -9,7 +9,6 @@ of 1/√E — or by scale² — flatter attention with the right shapes, masks a
 
 import math
 
-import torch
 
 from reference.sdpa import ScaledDotProductAttention
 from zoo import Bug
@@ -31,28 +30,9 @@ BUG = Bug(
 
 
 class Sdpa(ScaledDotProductAttention):
-    def __call__(
-        self,
-        query,
-        key,
-        value,
-        attn_mask=None,
-        dropout_p=0.0,
-        is_causal=False,
-        scale=None,
-        enable_gqa=False,
-    ):
-        L, S, E = query.shape[-2], key.shape[-2], query.shape[-1]
-        if enable_gqa:
-            key, value = self.share_kv_heads(query, key, value)  # (N, ..., H_q, S, E|Ev)
-        factor = 1 / math.sqrt(E) if scale is None else scale
+    def scores(self, query, key, scale):
+        factor = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
         query = query * factor  # (N, ..., H, L, E), scaled once here
-        scores = query @ key.transpose(-2, -1) * factor  # BUG: (N, ..., H, L, S), scaled again
-        scores = scores + self.bias(attn_mask, is_causal, L, S, query)  # -inf where forbidden
-        weights = self.softmax(scores)  # (N, ..., H, L, S), empty rows are 0
-        if dropout_p > 0:
-            weights = torch.nn.functional.dropout(weights, dropout_p)  # survivors scaled 1/(1-p)
-        return weights @ value  # (N, ..., H, L, Ev)
-
+        return query @ key.transpose(-2, -1) * factor  # BUG: (N, ..., H, L, S), scaled again
 
 SDPA = Sdpa()

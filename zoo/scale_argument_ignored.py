@@ -8,7 +8,6 @@ query pre-scaled by the caller with ``scale=1``) gets the default silently.
 
 import math
 
-import torch
 
 from reference.sdpa import ScaledDotProductAttention
 from zoo import Bug
@@ -30,27 +29,8 @@ BUG = Bug(
 
 
 class Sdpa(ScaledDotProductAttention):
-    def __call__(
-        self,
-        query,
-        key,
-        value,
-        attn_mask=None,
-        dropout_p=0.0,
-        is_causal=False,
-        scale=None,
-        enable_gqa=False,
-    ):
-        L, S, E = query.shape[-2], key.shape[-2], query.shape[-1]
-        if enable_gqa:
-            key, value = self.share_kv_heads(query, key, value)  # (N, ..., H_q, S, E|Ev)
-        factor = 1 / math.sqrt(E)  # BUG: scale is never read
-        scores = query @ key.transpose(-2, -1) * factor  # (N, ..., H, L, S)
-        scores = scores + self.bias(attn_mask, is_causal, L, S, query)  # -inf where forbidden
-        weights = self.softmax(scores)  # (N, ..., H, L, S), empty rows are 0
-        if dropout_p > 0:
-            weights = torch.nn.functional.dropout(weights, dropout_p)  # survivors scaled 1/(1-p)
-        return weights @ value  # (N, ..., H, L, Ev)
-
+    def scores(self, query, key, scale):
+        factor = 1 / math.sqrt(query.shape[-1])  # BUG: scale is never read
+        return query @ key.transpose(-2, -1) * factor  # (N, ..., H, L, S)
 
 SDPA = Sdpa()
