@@ -1,7 +1,9 @@
 """The case battery: declarative specs, materialised as seeded calls.
 
 Within a spec every size differs from every other (B ≠ H ≠ L ≠ S ≠ E ≠ Ev), so a swapped axis
-either crashes or shows. Values lie on a grid of 1/8: exact in every float format, short to
+either crashes or shows — except in the few specs whose point is a size of one (a batch of one,
+a single head), where ``squeeze`` and friends go wrong. Some specs pass their arrays as
+non-contiguous views, which ``.view`` and friends trip over. Values lie on a grid of 1/8: exact in every float format, short to
 print in a reproduction, and still irregular enough that no two rows agree by accident.
 """
 
@@ -31,6 +33,7 @@ class Spec:
     scale: float | None = None  # SDPA scale
     gqa: bool = False  # SDPA enable_gqa
     logits: float = 1.0  # multiplies Q: large or tiny scores
+    strided: bool = False  # arrays arrive as non-contiguous views
     tags: tuple = ()
 
     @property
@@ -61,7 +64,9 @@ ATTENTION = (
     Spec("decode", q=(2, 1, 4), k=(2, 7, 4), v=(2, 7, 3), tags=("decode",)),
     Spec("batch", q=(2, 4, 3), k=(2, 5, 3), v=(2, 5, 6)),
     Spec("batch-shared-mask", q=(3, 5, 4), k=(3, 6, 4), v=(3, 6, 2), mask="random",
-         mask_shape=(5, 6)),
+         mask_shape=(5, 6), strided=True),
+    Spec("batch-of-one", q=(1, 3, 5), k=(1, 4, 5), v=(1, 4, 2), mask="random",
+         mask_shape=(1, 3, 4)),
     Spec("batch-key-padding", q=(2, 3, 5), k=(2, 7, 5), v=(2, 7, 4), mask="key-padding",
          mask_shape=(2, 1, 7)),
     Spec("batch-per-example-mask", q=(3, 4, 2), k=(3, 5, 2), v=(3, 5, 6), mask="random",
@@ -78,7 +83,9 @@ ATTENTION = (
     Spec("heads-key-padding", q=(3, 2, 5, 4), k=(3, 2, 6, 4), v=(3, 2, 6, 7),
          mask="key-padding", mask_shape=(3, 1, 1, 6)),
     Spec("heads-per-head-mask", q=(2, 4, 3, 5), k=(2, 4, 6, 5), v=(2, 4, 6, 7), mask="random",
-         mask_shape=(2, 4, 3, 6)),
+         mask_shape=(2, 4, 3, 6), strided=True),
+    Spec("one-head", q=(2, 1, 4, 3), k=(2, 1, 5, 3), v=(2, 1, 5, 6), mask="random",
+         mask_shape=(2, 1, 4, 5)),
     Spec("heads-shared-mask", q=(2, 3, 4, 6), k=(2, 3, 5, 6), v=(2, 3, 5, 7), mask="random",
          mask_shape=(4, 5)),
     Spec("heads-causal", q=(3, 2, 4, 5), k=(3, 2, 4, 5), v=(3, 2, 4, 6), mask="causal",
@@ -98,7 +105,7 @@ ATTENTION = (
     Spec("causal-square", q=(2, 3, 5, 4), k=(2, 3, 5, 4), v=(2, 3, 5, 6), causal=True,
          tags=("causal",)),
     Spec("causal-wide", q=(2, 3, 4, 5), k=(2, 3, 7, 5), v=(2, 3, 7, 6), causal=True,
-         tags=("causal", "rectangular")),
+         strided=True, tags=("causal", "rectangular")),
     Spec("causal-tall", q=(2, 3, 6, 5), k=(2, 3, 4, 5), v=(2, 3, 4, 7), causal=True,
          tags=("causal", "rectangular")),
     Spec("causal-decode", q=(2, 3, 1, 4), k=(2, 3, 6, 4), v=(2, 3, 6, 5), causal=True,
@@ -106,9 +113,12 @@ ATTENTION = (
     Spec("scale", q=(2, 3, 4, 5), k=(2, 3, 6, 5), v=(2, 3, 6, 7), scale=0.375),
     Spec("scale-masked", q=(3, 2, 4, 5), k=(3, 2, 6, 5), v=(3, 2, 6, 7), scale=2.5,
          mask="random", mask_shape=(3, 2, 4, 6)),
+    Spec("scale-zero", q=(2, 3, 4, 5), k=(2, 3, 6, 5), v=(2, 3, 6, 7), scale=0.0),
     Spec("gqa", q=(2, 6, 4, 5), k=(2, 3, 7, 5), v=(2, 3, 7, 8), gqa=True, tags=("gqa",)),
     Spec("gqa-masked", q=(3, 4, 5, 2), k=(3, 1, 6, 2), v=(3, 1, 6, 7), gqa=True,
-         mask="random", mask_shape=(3, 1, 5, 6), tags=("gqa",)),
+         mask="random", mask_shape=(3, 1, 5, 6), strided=True, tags=("gqa",)),
+    Spec("gqa-rank5", q=(2, 3, 8, 5, 6), k=(2, 3, 4, 7, 6), v=(2, 3, 4, 7, 9), gqa=True,
+         tags=("gqa",)),
     Spec("gqa-causal", q=(2, 6, 5, 3), k=(2, 2, 5, 3), v=(2, 2, 5, 4), gqa=True, causal=True,
          tags=("gqa", "causal")),
     Spec("rank5", q=(2, 3, 4, 5, 6), k=(2, 3, 4, 7, 6), v=(2, 3, 4, 7, 8), mask="random",

@@ -35,6 +35,9 @@ class Request:
     grad: object = None  # an upstream gradient for the first output: ask for input gradients
     gradcheck: bool = False  # run torch.autograd.gradcheck on the call instead
     seed: int | None = None  # seed the RNGs before the call
+    # pass arrays as non-contiguous views with the same values, laid out as (..., L, H, E) the way
+    # splitting heads with a transpose leaves them (the last two axes for 2-D arrays)
+    strided: bool = False
 
     def describe(self, target_name=""):
         """``attention(Q (2, 4, 5) float64, K (2, 6, 5), ...)`` for messages."""
@@ -69,6 +72,7 @@ def execute(obj, target, manifest, request):
     fn = _function(obj, target, manifest, request)
     args, kwargs = backend.inputs(request, target)
     before = [backend.copy(a) for a in args]
+    before_kw = {k: backend.copy(v) for k, v in kwargs.items()}
     if request.seed is not None:
         backend.seed(request.seed)
     if request.gradcheck:
@@ -83,7 +87,7 @@ def execute(obj, target, manifest, request):
     names = ARG_NAMES[request.fn]
     mutated = tuple(
         names[i] for i, (a, b) in enumerate(zip(args, before)) if not backend.same(a, b)
-    )
+    ) + tuple(k for k, v in kwargs.items() if not backend.same(v, before_kw[k]))
     values = tuple(backend.to_numpy(a) for a in arrays)
     dtypes = tuple(backend.dtype_name(a) for a in arrays)
     return Result(values, dtypes, mutated, seconds, grads)
@@ -147,14 +151,18 @@ class _Numpy:
     def inputs(self, request, target):
         if request.dtype == "bfloat16":
             raise ImplementationFailure(CRASHED, "NumPy has no bfloat16", request.describe())
-        cast = [self._cast(a, request.dtype) for a in request.args]
+        cast = [self._cast(a, request.dtype, request.strided) for a in request.args]
         return cast, dict(request.kwargs)
 
     @staticmethod
-    def _cast(a, dtype):
-        if isinstance(a, np.ndarray) and a.dtype != bool:
-            return a.astype(dtype)
-        return a.copy() if isinstance(a, np.ndarray) else a
+    def _cast(a, dtype, strided=False):
+        if not isinstance(a, np.ndarray):
+            return a
+        a = a.astype(dtype) if a.dtype != bool else a.copy()
+        if strided and a.ndim >= 2:
+            axes = (-3, -2) if a.ndim >= 3 else (-2, -1)
+            a = np.ascontiguousarray(a.swapaxes(*axes)).swapaxes(*axes)
+        return a
 
     def copy(self, a):
         return a.copy() if isinstance(a, np.ndarray) else a
@@ -205,20 +213,23 @@ class _Torch:
     def inputs(self, request, target):
         torch = self.torch
         dtype = getattr(torch, request.dtype)
-        args = [self._cast(a, dtype) for a in request.args]
+        args = [self._cast(a, dtype, request.strided) for a in request.args]
         kwargs = {}
         for k, v in request.kwargs.items():
-            kwargs[k] = self._cast(v, dtype) if isinstance(v, np.ndarray) else v
+            kwargs[k] = self._cast(v, dtype, request.strided) if isinstance(v, np.ndarray) else v
         return args, kwargs
 
-    def _cast(self, a, dtype):
-        torch = self.torch
+    def _cast(self, a, dtype, strided=False):
         if not isinstance(a, np.ndarray):
             return a
-        t = torch.from_numpy(np.array(a, copy=True))  # never share memory with the caller's array
+        t = self.torch.from_numpy(np.array(a, copy=True))  # never share the caller's memory
         if a.dtype != bool:
             t = t.to(dtype)
-        return t.to(self.device)
+        t = t.to(self.device)
+        if strided and t.dim() >= 2:
+            axes = (-3, -2) if t.dim() >= 3 else (-2, -1)
+            t = t.transpose(*axes).contiguous().transpose(*axes)
+        return t
 
     def copy(self, a):
         return a.detach().clone() if isinstance(a, self.torch.Tensor) else a

@@ -116,7 +116,8 @@ class Subject:
             if "lesson" not in call.spec.contracts:
                 raise NotApplicable(f"the lesson contract cannot express case {call.name}")
             args = (call.q, call.k, call.v) + (() if call.mask is None else (call.mask,))
-            return Request("attention", args, dtype=dtype, device=self.target.device, **kw)
+            return Request("attention", args, dtype=dtype, device=self.target.device,
+                           strided=call.spec.strided, **kw)
         missing = self._missing_keywords(call)
         if missing:
             raise NotApplicable(f"the callable takes no {', '.join(missing)}")
@@ -143,7 +144,7 @@ class Subject:
             kwargs["enable_gqa"] = True
         kwargs.update(kw.pop("extra", {}))
         return Request("sdpa", (call.q, call.k, v), kwargs, dtype=dtype,
-                       device=self.target.device, **kw)
+                       device=self.target.device, strided=call.spec.strided, **kw)
 
     @staticmethod
     def _keywords(call):

@@ -133,10 +133,12 @@ def describe(obj):
         found = {b: a for b, a in names.items() if hasattr(obj, a)}
         return {"kind": "zoo", "id": getattr(meta, "id", "?"), "implementations": found}
     lesson = [fn for fn in LESSON_FUNCTIONS if callable(getattr(obj, fn, None))]
-    if inspect.ismodule(obj) or (lesson and not inspect.isroutine(obj)):
+    if inspect.ismodule(obj):
         return {"kind": "lesson", "functions": lesson}
-    if callable(obj):
+    if callable(obj):  # a function, or an object with __call__: the SDPA signature
         return {"kind": "callable"}
+    if lesson:  # an object holding the lesson's functions as attributes
+        return {"kind": "lesson", "functions": lesson}
     raise BadTarget(f"{type(obj).__name__} object is neither a module nor callable: "
                     "name a function as file.py:func")
 
