@@ -1,5 +1,7 @@
 """Which query may attend which key in a call, under the subject's declared conventions."""
 
+from dataclasses import replace
+
 import numpy as np
 
 from reference.loop_oracle import causal_allowed
@@ -37,3 +39,17 @@ def dead_keys(call, alignment="top-left"):
     axes = tuple(i for i, n in enumerate(k_lead) if n == 1 and keep.shape[i] != 1)
     keep = keep.any(axis=axes, keepdims=True) if axes else keep
     return ~np.broadcast_to(keep, k_lead + (call.k.shape[-2],))
+
+
+def explicit(call, alignment="top-left"):
+    """The same call with is_causal spelled out as a mask, for a reference that knows only
+    PyTorch's top-left alignment (a float mask absorbs it as -inf entries)."""
+    if not call.causal:
+        return call
+    L, S = call.q.shape[-2], call.k.shape[-2]
+    keep = np.array([[causal_allowed(i, j, L, S, alignment) for j in range(S)] for i in range(L)])
+    spec = replace(call.spec, causal=False)
+    if call.bias is not None:
+        return replace(call, spec=spec, bias=np.where(keep, call.bias, -np.inf))
+    mask = keep if call.mask is None else keep & call.mask
+    return replace(call, spec=spec, mask=mask)

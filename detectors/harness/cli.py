@@ -6,6 +6,7 @@ Exit codes: 0 nothing flagged, 1 a detector flagged the target, 2 bad input or u
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -17,13 +18,20 @@ class UsageError(Exception):
     """Bad input: one line naming what is wrong and what to do."""
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with one error line, like every other bad-input message of attnzoo."""
+
+    def error(self, message):
+        raise UsageError(f"{message}: see '{self.prog} --help'")
+
+
 def main(argv=None):
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "command", None):
-        parser.print_help()
-        return EXIT_USAGE
     try:
+        args = parser.parse_args(argv)
+        if not getattr(args, "command", None):
+            raise UsageError("no command given: try 'attnzoo check path/to/module.py', or "
+                             "see 'attnzoo --help'")
         return args.run(args)
     except UsageError as e:
         print(f"attnzoo: error: {e}", file=sys.stderr)
@@ -33,11 +41,11 @@ def main(argv=None):
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="attnzoo",
         description="Deliberately broken attention, and the detectors that catch every one.",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
     p = sub.add_parser("check", help="run the detectors on your attention implementation",
                        description="Run every detector on a target: a lesson-style module "
@@ -153,8 +161,11 @@ def cmd_check(args):
         if unknown:
             raise UsageError(f"unknown detector {unknown[0]!r}: see 'attnzoo detectors'")
         chosen = [names[n] for n in args.only]
-    if args.timeout <= 0:
-        raise UsageError("--timeout must be positive")
+    if not math.isfinite(args.timeout) or args.timeout <= 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, not {args.timeout}")
+    if args.seed < 0:
+        raise UsageError(f"--seed must be 0 or more, not {args.seed}")
+    _check_device(args.device)
     _precheck(args.target)
     battery = Battery(args.seed)
     start = time.perf_counter()
@@ -194,6 +205,20 @@ def cmd_check(args):
     return code
 
 
+def _check_device(device):
+    """Refuse a device torch does not know, or a GPU this machine does not have."""
+    if device == "cpu":
+        return
+    import torch
+
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise UsageError(f"unknown --device {device!r}: use cpu, cuda or cuda:N") from None
+    if parsed.type == "cuda" and not torch.cuda.is_available():
+        raise UsageError(f"--device {device}: no CUDA device on this machine; use --device cpu")
+
+
 def _precheck(target):
     """Catch what needs no import: an empty string, a missing file, a malformed locator."""
     from detectors.harness.target import BadTarget, _split
@@ -225,7 +250,7 @@ def _targets(executor, args):
             for backend, attr in info["implementations"].items()
         ]
     if info["kind"] == "lesson":
-        backend = args.backend or "numpy"
+        backend = args.backend or info.get("backend") or "numpy"
         return [Target(args.target, args.target, "lesson", backend, **declared)]
     if args.backend == "numpy":
         raise UsageError(f"{args.target} is a callable: SDPA-style callables take torch tensors; "
@@ -274,7 +299,7 @@ def cmd_show(args):
         raise UsageError(f"no zoo entry {args.id!r}: see 'attnzoo list'") from None
     meta = entry.meta
     print(f"{meta.id}: {meta.title}")
-    print(f"file:      zoo/{entry.path.relative_to(entry.path.parents[1 if entry.is_bug else 2])}")
+    print(f"file:      {entry.path.relative_to(entry.path.parents[1 if entry.is_bug else 2])}")
     if entry.is_bug:
         print(f"category:  {meta.category}   symptom: {meta.symptom}   backends: "
               f"{', '.join(entry.backends)}")
@@ -306,6 +331,10 @@ def cmd_matrix(args):
 
     if args.repeat < 1:
         raise UsageError("--repeat must be at least 1")
+    if args.seed < 0:
+        raise UsageError(f"--seed must be 0 or more, not {args.seed}")
+    if args.output and not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
+        raise UsageError(f"cannot write {args.output}: its folder does not exist")
     only = set(args.only or ())
     if only:
         import zoo

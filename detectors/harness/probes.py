@@ -142,6 +142,10 @@ def _unpack(answer, request, backend):
             raise ImplementationFailure(
                 CRASHED, f"returned a {type(item).__name__}, not {backend.array_name}", call
             )
+        if not backend.is_numeric(item):
+            raise ImplementationFailure(
+                CRASHED, f"returned an array of {backend.dtype_name(item)}, not numbers", call
+            )
     return items
 
 
@@ -177,6 +181,9 @@ class _Numpy:
 
     def is_array(self, a):
         return isinstance(a, np.ndarray)
+
+    def is_numeric(self, a):
+        return a.dtype == bool or np.issubdtype(a.dtype, np.number)
 
     def to_numpy(self, a):
         if a.dtype == bool:
@@ -251,6 +258,9 @@ class _Torch:
 
     def is_array(self, a):
         return isinstance(a, self.torch.Tensor)
+
+    def is_numeric(self, a):
+        return not a.is_complex()
 
     def to_numpy(self, a):
         a = a.detach().to("cpu")

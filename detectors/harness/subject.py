@@ -115,13 +115,17 @@ class Subject:
             self.need("attention")
             if "lesson" not in call.spec.contracts:
                 raise NotApplicable(f"the lesson contract cannot express case {call.name}")
-            args = (call.q, call.k, call.v) + (() if call.mask is None else (call.mask,))
+            args = (call.q, call.k, call.v) + (() if call.mask is None else (self._mask(call),))
             return Request("attention", args, dtype=dtype, device=self.target.device,
                            strided=call.spec.strided, **kw)
         missing = self._missing_keywords(call)
         if missing:
             raise NotApplicable(f"the callable takes no {', '.join(missing)}")
         return self._sdpa_request(call, call.v, dtype, **kw)
+
+    def _mask(self, call):
+        """The call's keep-mask in the convention the target declared (drop: True = masked)."""
+        return call.mask if self.target.mask_convention == "keep" else ~call.mask
 
     def _weights(self, call, dtype, **kw):
         """Weights of an output-only kernel: with V = I the output row is the weight row."""
@@ -133,7 +137,7 @@ class Subject:
     def _sdpa_request(self, call, v, dtype, **kw):
         kwargs = {}
         if call.mask is not None:
-            kwargs["attn_mask"] = call.mask if self.target.mask_convention == "keep" else ~call.mask
+            kwargs["attn_mask"] = self._mask(call)
         if call.bias is not None:
             kwargs["attn_mask"] = call.bias
         if call.causal:
@@ -170,10 +174,10 @@ class Subject:
             raise NotApplicable("the callable takes no is_causal")
         as_call = self.projected(call)
         answer = self.attend(as_call, weights=weights, dtype=dtype, **kw)
-        shape = call.x.shape[:-1]  # (..., T)
-        answer.out = answer.out.reshape(shape + answer.out.shape[-1:])
+        shape = call.x.shape[:-1]  # (..., T): drop the (N, 1) head axis the call added
+        answer.out = _unfold(answer.out, shape)
         if answer.weights is not None:
-            answer.weights = answer.weights.reshape(shape + answer.weights.shape[-1:])
+            answer.weights = _unfold(answer.weights, shape)
         return answer
 
     @staticmethod
@@ -194,10 +198,14 @@ class Subject:
         return Answer(result.values[0], None, result.dtypes[0], (request,), result.mutated)
 
     def causal_mask(self, T):
+        """causal_mask(T), read in the keep convention whatever convention was declared."""
         self.need("causal_mask")
         request = Request("causal_mask", (T,), device=self.target.device)
         result = self.send(request)
-        return Answer(result.values[0], None, result.dtypes[0], (request,), result.mutated)
+        mask = result.values[0]
+        if self.target.mask_convention == "drop" and mask.dtype == bool:
+            mask = ~mask  # a drop-convention module returns True where attending is forbidden
+        return Answer(mask, None, result.dtypes[0], (request,), result.mutated)
 
     # -- evidence --------------------------------------------------------------------------
 
@@ -210,6 +218,12 @@ class Subject:
 
     def _short(self):
         return self.target.name
+
+
+def _unfold(a, shape):
+    """(N, 1, T, d) back to (..., T, d); an answer of any other size is left for the checks."""
+    want = shape + a.shape[-1:]
+    return a.reshape(want) if a.size == int(np.prod(want)) and a.ndim >= 2 else a
 
 
 def snippet(target, requests, relation=""):

@@ -121,11 +121,11 @@ def _import(name):
 
 
 def _one_line(exc):
-    text = f"{type(exc).__name__}: {exc}".strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
 
-def describe(obj):
+def describe(obj, locator="the target"):
     """What a loaded locator is: a zoo file, a lesson-style module or object, or a callable."""
     meta = getattr(obj, "BUG", None) or getattr(obj, "DECOY", None)
     if inspect.ismodule(obj) and meta is not None:
@@ -134,13 +134,47 @@ def describe(obj):
         return {"kind": "zoo", "id": getattr(meta, "id", "?"), "implementations": found}
     lesson = [fn for fn in LESSON_FUNCTIONS if callable(getattr(obj, fn, None))]
     if inspect.ismodule(obj):
-        return {"kind": "lesson", "functions": lesson}
+        return {"kind": "lesson", "functions": lesson, "backend": infer_backend(obj)}
     if callable(obj):  # a function, or an object with __call__: the SDPA signature
         return {"kind": "callable"}
     if lesson:  # an object holding the lesson's functions as attributes
         return {"kind": "lesson", "functions": lesson}
-    raise BadTarget(f"{type(obj).__name__} object is neither a module nor callable: "
+    raise BadTarget(f"{locator} is of type {type(obj).__name__}, neither a module nor callable: "
                     "name a function as file.py:func")
+
+
+def infer_backend(module):
+    """'numpy' or 'torch': what the module's own functions return for a NumPy input.
+
+    A behavioural probe, not a reading of the source: causal_mask(2) (or softmax of a small
+    array) is called once; a torch.Tensor answer, or an error where torch tensors work, means
+    the module speaks torch. None when the probe cannot tell.
+    """
+    import numpy as np
+
+    probes = [("causal_mask", lambda: (2,)), ("softmax", lambda: (np.array([[0.0, 1.0]]),))]
+    for name, args in probes:
+        fn = getattr(module, name, None)
+        if not callable(fn):
+            continue
+        answered = _type_of(fn, args())
+        if answered == "ndarray":
+            return "numpy"
+        if answered == "Tensor":
+            return "torch"
+        if answered == "error" and name == "softmax":
+            import torch
+
+            if _type_of(fn, (torch.tensor([[0.0, 1.0]]),)) == "Tensor":
+                return "torch"
+    return None
+
+
+def _type_of(fn, args):
+    try:
+        return type(fn(*args)).__name__
+    except Exception:  # noqa: BLE001 - a probe; whatever the function does is an answer
+        return "error"
 
 
 def manifest(obj, target):

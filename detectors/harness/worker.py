@@ -24,7 +24,7 @@ def main(fd):
             return
         try:
             if verb == "describe":
-                reply = ("described", describe(_load(loaded, payload, load)))
+                reply = ("described", describe(_load(loaded, payload, load), payload))
             elif verb == "target":
                 obj = _load(loaded, payload.locator, load)
                 target, offered = payload, manifest(obj, payload)
