@@ -25,6 +25,8 @@ def run(detector, subject, battery):
     start = time.perf_counter()
     try:
         detector.check(subject, battery)
+        if subject.calls == 0:  # a property checked on no call at all has not been checked
+            raise NotApplicable("none of its cases applies to this target")
         finding.message = f"[{detector.NAME}] held on every case"
     except Flag as flag:
         finding.verdict, finding.evidence = flag.verdict, flag.evidence
