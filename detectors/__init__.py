@@ -3,11 +3,15 @@
 A detector module defines ``PROPERTY`` (one sentence), ``CLAUSES`` (the contract clauses of
 :mod:`reference` it reads), ``ORACLE`` (the kind of oracle it uses) and ``check(subject, battery)``,
 which returns when the property holds and raises a Flag with evidence when it does not.
-Modules are discovered from this folder; the baselines (``detectors/baselines``) are suites of
-typical tests kept apart, to show what they miss.
+Modules are discovered from this folder, and from any folder named in the ``ATTNZOO_DETECTORS``
+environment variable (``os.pathsep``-separated) — how you try a detector of your own without
+touching the package. The baselines (``detectors/baselines``) are suites of typical tests kept
+apart, to show what they miss.
 """
 
 import importlib
+import importlib.util
+import os
 import pkgutil
 from functools import lru_cache
 from pathlib import Path
@@ -35,19 +39,40 @@ def _load(package):
         if info.ispkg or info.name.startswith("_"):
             continue
         module = importlib.import_module(prefix + info.name)
-        missing = [f for f in _FIELDS if not hasattr(module, f)]
-        if missing:
-            raise ImportError(f"detector {module.__name__} lacks {', '.join(missing)}")
-        if module.ORACLE not in ORACLES:
-            raise ImportError(f"detector {module.__name__}: ORACLE must be one of {ORACLES}")
+        _validate(module, module.__name__)
         module.NAME = info.name
         found.append(module)
     return tuple(sorted(found, key=lambda m: (ORACLES.index(m.ORACLE), m.NAME)))
 
 
+def _validate(module, name):
+    missing = [f for f in _FIELDS if not hasattr(module, f)]
+    if missing:
+        raise ImportError(f"detector {name} lacks {', '.join(missing)}")
+    if module.ORACLE not in ORACLES:
+        raise ImportError(f"detector {name}: ORACLE must be one of {ORACLES}")
+
+
+@lru_cache(maxsize=None)
+def _extra(folders):
+    """Detectors from folders outside the package (ATTNZOO_DETECTORS)."""
+    found = []
+    for folder in filter(None, folders.split(os.pathsep)):
+        for path in sorted(Path(folder).glob("*.py")):
+            if path.name.startswith("_"):
+                continue
+            spec = importlib.util.spec_from_file_location(f"attnzoo_detector_{path.stem}", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            _validate(module, str(path))
+            module.NAME = path.stem
+            found.append(module)
+    return tuple(found)
+
+
 def all_detectors():
-    """The full suite, ordered by oracle kind."""
-    return _load("")
+    """The full suite, ordered by oracle kind (then any from ATTNZOO_DETECTORS)."""
+    return _load("") + _extra(os.environ.get("ATTNZOO_DETECTORS", ""))
 
 
 def baseline_suites():

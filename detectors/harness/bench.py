@@ -132,7 +132,8 @@ def xdist_identical():
 
 def run(repeats=3, scales=(1, 2, 4), output="docs/benchmark.json", compare_xdist=True):
     report = {"machine": machine()}
-    test_cmd = [PY, "-m", "pytest", "-n", "auto", "-q", "-p", "no:cacheprovider"]
+    test_cmd = [PY, "-m", "pytest", "-n", "auto", "--dist", "worksteal", "-q", "-p",
+                "no:cacheprovider"]
     report["pytest"], _ = timed(test_cmd, repeats)
     report["check"] = check_costs(max(repeats, 5))
     report.update(matrix_costs(repeats, scales))
@@ -155,7 +156,7 @@ def render(r):
         lines.append(f"| {name} | {w['median']:.2f} s | {w['min']:.2f} s | {w['max']:.2f} s | "
                      f"{fig['runs']} |")
 
-    row("`pytest -n auto` (the README's test command), wall", r["pytest"])
+    row("`pytest -n auto --dist worksteal` (the README's test command), wall", r["pytest"])
     row("kill matrix alone (`attnzoo matrix`, one process), wall", r["matrix"])
     for target, fig in r["check"].items():
         row(f"`attnzoo check {target}`, wall", fig)

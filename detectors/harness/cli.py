@@ -38,6 +38,9 @@ def main(argv=None):
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `attnzoo show x | head`: the reader has gone, and that is fine
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def build_parser():
@@ -160,7 +163,7 @@ def cmd_check(args):
         unknown = [n for n in args.only if n not in names]
         if unknown:
             raise UsageError(f"unknown detector {unknown[0]!r}: see 'attnzoo detectors'")
-        chosen = [names[n] for n in args.only]
+        chosen = [names[n] for n in dict.fromkeys(args.only)]  # each once, in the order given
     if not math.isfinite(args.timeout) or args.timeout <= 0:
         raise UsageError(f"--timeout must be a positive number of seconds, not {args.timeout}")
     if args.seed < 0:
@@ -250,7 +253,7 @@ def _targets(executor, args):
             for backend, attr in info["implementations"].items()
         ]
     if info["kind"] == "lesson":
-        backend = args.backend or info.get("backend") or "numpy"
+        backend = args.backend or executor.infer_backend(args.target) or "numpy"
         return [Target(args.target, args.target, "lesson", backend, **declared)]
     if args.backend == "numpy":
         raise UsageError(f"{args.target} is a callable: SDPA-style callables take torch tensors; "

@@ -116,6 +116,21 @@ class Isolated:
     def describe(self, locator):
         return self._ask(("describe", locator), f"{locator} while importing it")
 
+    def infer_backend(self, locator):
+        """Which array library a lesson module speaks, by one probe call under the time limit.
+
+        The probe runs the target's own code, so it is a call like any other: if it hangs or
+        takes the worker down, the worker is restarted and the answer is "don't know".
+        """
+        try:
+            self.conn.send(("infer", locator))
+            reply = self._receive(self.call_seconds, f"{locator}: causal_mask(2)")
+        except (ImplementationFailure, OSError):
+            self.close()
+            self._spawn()
+            return None
+        return reply[1] if reply[0] == "inferred" else None
+
     def use(self, target):
         self.target = target
         self.manifest = self._ask(("target", target), f"{target.locator} while importing it")

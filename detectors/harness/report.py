@@ -51,7 +51,8 @@ def text(section, detectors, verbose=False):
     lines = [
         f"{t['name']}: {t['contract']} contract, {t['backend']} backend, "
         f"mask convention {t['mask_convention']}, causal alignment {t['causal_alignment']}, "
-        f"{t['dtype']} on {t['device']}, seed {t['seed']}"
+        f"{t['dtype']}" + (f" on {t['device']}" if t["backend"] == "torch" else "")
+        + f", seed {t['seed']}"
     ]
     width = max(len(f.detector) for f in section["findings"])
     for f in section["findings"]:
@@ -74,7 +75,10 @@ def text(section, detectors, verbose=False):
     parts.append(f"{s['not_applicable']} n/a")
     if s["errors"]:
         parts.append(f"{s['errors']} detector errors")
-    verdict = "conformant" if s["conformant"] else "NOT conformant"
+    if s["passed"] == 0 and s["flagged"] == 0 and not s["errors"]:
+        verdict = "nothing was checked: no detector applies to this target"
+    else:
+        verdict = "conformant" if s["conformant"] else "NOT conformant"
     lines.append(f"summary: {', '.join(parts)} in {s['seconds']:.1f} s — {verdict}")
     return "\n".join(lines)
 

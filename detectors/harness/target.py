@@ -134,7 +134,7 @@ def describe(obj, locator="the target"):
         return {"kind": "zoo", "id": getattr(meta, "id", "?"), "implementations": found}
     lesson = [fn for fn in LESSON_FUNCTIONS if callable(getattr(obj, fn, None))]
     if inspect.ismodule(obj):
-        return {"kind": "lesson", "functions": lesson, "backend": infer_backend(obj)}
+        return {"kind": "lesson", "functions": lesson}
     if callable(obj):  # a function, or an object with __call__: the SDPA signature
         return {"kind": "callable"}
     if lesson:  # an object holding the lesson's functions as attributes

@@ -2,6 +2,7 @@
 
 Protocol over the socket given as argv[1], one message each way at a time:
 ``("describe", locator)`` → ``("described", info)`` | ``("bad", message)``;
+``("infer", locator)`` → ``("inferred", "numpy" | "torch" | None)`` (runs the target's code);
 ``("target", Target)`` → ``("ready", Manifest)`` | ``("bad", message)``;
 ``("call", Request)`` → ``("ok", Result)`` | ``("fail", verdict, what)``.
 """
@@ -13,7 +14,7 @@ from multiprocessing.connection import Connection
 def main(fd):
     conn = Connection(fd)
     from detectors.harness import probes
-    from detectors.harness.target import BadTarget, describe, load, manifest
+    from detectors.harness.target import BadTarget, describe, infer_backend, load, manifest
     from detectors.harness.verdict import ImplementationFailure
 
     loaded, target, offered = {}, None, None
@@ -25,6 +26,8 @@ def main(fd):
         try:
             if verb == "describe":
                 reply = ("described", describe(_load(loaded, payload, load), payload))
+            elif verb == "infer":
+                reply = ("inferred", infer_backend(_load(loaded, payload, load)))
             elif verb == "target":
                 obj = _load(loaded, payload.locator, load)
                 target, offered = payload, manifest(obj, payload)

@@ -1,0 +1,2 @@
+"""A module whose import raises an exception with no message."""
+raise RuntimeError
