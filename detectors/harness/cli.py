@@ -90,6 +90,9 @@ def build_parser():
     p.add_argument("--repeat", type=int, default=1, help="draw the battery N times (cost scales)")
     p.add_argument("--only", action="append", metavar="ID", help="only rows of this entry")
     p.add_argument("--output", metavar="PATH", help="write there instead of stdout")
+    p.add_argument("--device", default="cpu", help="torch device for torch rows (default cpu)")
+    p.add_argument("--dtype", choices=("float64", "float32", "float16", "bfloat16"),
+                   default="float64", help="dtype of every call (default float64)")
     p.set_defaults(run=cmd_matrix)
 
     p = sub.add_parser("new", help="scaffold a new zoo entry to fill in")
@@ -347,9 +350,11 @@ def cmd_matrix(args):
         if missing:
             raise UsageError(f"no zoo entry {sorted(missing)[0]!r}: see 'attnzoo list'")
     select = (lambda r: r.id in only) if only else None
+    _check_device(args.device)
     if args.seeds:
         return seed_sweep(args.seeds, args.repeat, select)
-    m = matrix.evaluate(args.seed, args.repeat, select=select)
+    m = matrix.evaluate(args.seed, args.repeat, select=select, device=args.device,
+                        dtype=args.dtype)
     if args.format == "json":
         out = matrix.dumps(m)
     elif args.format == "markdown":
