@@ -10,7 +10,6 @@ import numpy as np
 
 from detectors.harness import expect
 from detectors.harness.allowed import dead_keys
-from detectors.harness.tolerance import allowance
 from detectors.harness.verdict import NotApplicable
 
 PROPERTY = "Setting keys and values that no query may attend to huge finite values changes nothing."
@@ -46,14 +45,11 @@ def check(subject, battery):
         dead = dead_keys(call, alignment)  # (..., S) shaped like K's leading dims
         if not dead.any():
             continue
-        base = subject.attend(call)
-        out = call.expected(alignment)[0]
-        expect.same_shape(subject, [base], base.out, out.shape, "out", call.name)
+        base, atol = expect.baseline(subject, call)
         k, v = call.k.copy(), call.v.copy()
         signs = np.where(np.arange(k.shape[-1]) % 2 == 0, 1.0, -1.0)  # some scores up, some down
         k[dead] = POISON[subject.dtype] * signs
         v[dead] = VALUE_POISON[subject.dtype]
         poisoned = subject.attend(call.with_(k=k, v=v))
-        expect.close(subject, [base, poisoned], poisoned.out, base.out,
-                     allowance(subject, call, out), "out", call.name,
+        expect.close(subject, [base, poisoned], poisoned.out, base.out, atol, "out", call.name,
                      "keys and values no query may see were set to huge values")

@@ -46,10 +46,7 @@ def check(subject, battery):
     for call in battery.calls(subject.contract, lambda s: s.scale is None):
         if not subject.supports(call):
             continue
-        base = subject.attend(call)
-        out = call.expected(alignment)[0]
-        expect.same_shape(subject, [base], base.out, out.shape, "out", call.name)
-        atol = allowance(subject, call, out)
+        base, atol = expect.baseline(subject, call)
         wider = padded(call, PAD)
         moved = subject.attend(wider)
         expect.close(subject, [base, moved], moved.out, base.out, atol, "out", wider.name,

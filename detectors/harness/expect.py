@@ -15,6 +15,17 @@ def at(name, index):
     return f"{name}[{', '.join(str(int(i)) for i in index)}]" if index else name
 
 
+def baseline(subject, call):
+    """The subject's own answer to ``call`` (checked for shape) and the error allowed on it:
+    the starting point of every relation that compares the subject with itself."""
+    from detectors.harness.tolerance import allowance
+
+    answer = subject.attend(call)
+    out = call.expected(subject.target.causal_alignment)[0]
+    same_shape(subject, [answer], answer.out, out.shape, "out", call.name)
+    return answer, allowance(subject, call, out)
+
+
 def close(subject, answers, actual, expected, atol, what="out", case="", relation=""):
     """Flag unless ``actual`` has ``expected``'s shape and every entry is within ``atol``."""
     actual, expected = np.asarray(actual), np.asarray(expected)

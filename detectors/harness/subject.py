@@ -212,12 +212,9 @@ class Subject:
     def evidence(self, answers, case="", index=None, relation=""):
         """Where a property failed, with a snippet that reproduces the calls."""
         requests = [r for a in answers for r in a.requests]
-        calls = "; ".join(r.describe(self._short()) for r in requests[:2])
+        calls = "; ".join(r.describe(self.name) for r in requests[:2])
         return Evidence(calls, index=index, case=case,
                         snippet=snippet(self.target, requests, relation))
-
-    def _short(self):
-        return self.target.name
 
 
 def _unfold(a, shape):
