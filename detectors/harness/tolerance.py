@@ -7,7 +7,8 @@ derive theirs: run this repository's reference at the same precision, measure it
 the float64 loop oracle on the very same call, and allow a small multiple of it. Because one
 implementation can be lucky where another, equally correct, is not, the unit is the larger of
 that error and the error of exact attention whose scores (and projections) are merely stored
-at that precision — the error no implementation at that precision can avoid — and a few
+at that precision — the error no implementation at that precision can avoid. It is never less
+than a first-order bound on summing the dot products in float32, as real kernels do, and a few
 units in the last place of the output are always allowed.
 """
 
