@@ -20,6 +20,7 @@ PROPERTY = "Changing token j (its embedding, or its key and value) changes no ou
 CLAUSES = ("C1", "C4", "S2")
 ORACLE = "perturbation"
 BUMP = 2.5  # added to the perturbed token: on the grid, and far larger than any tolerance
+FLOOD = 64.0  # multiplies it: its scores leave exp's range, so a shared normaliser shows too
 
 
 def check(subject, battery):
@@ -32,13 +33,14 @@ def check(subject, battery):
             atol = allowance(subject, call, call.expected()[0])
             T = call.x.shape[-2]
             for j in range(1, T):
-                x = call.x.copy()
-                x[..., j, :] += BUMP
-                moved = subject.self_attend(replace(call, x=x))
                 before = (np.arange(T) < j)[:, None]  # (T, 1): the rows that may not see j
-                expect.close(subject, [base, moved], np.where(before, moved.out, 0.0),
-                             np.where(before, base.out, 0.0), atol, "out", call.name,
-                             f"rows before token {j} must not change when token {j} changes")
+                for how in ("bumped", "flooded"):
+                    x = call.x.copy()
+                    x[..., j, :] = x[..., j, :] + BUMP if how == "bumped" else x[..., j, :] * FLOOD
+                    moved = subject.self_attend(replace(call, x=x))
+                    expect.close(subject, [base, moved], np.where(before, moved.out, 0.0),
+                                 np.where(before, base.out, 0.0), atol, "out", call.name,
+                                 f"rows before token {j} must not change when token {j} is {how}")
             tested = True
     for call in battery.calls(subject.contract, lambda s: "causal" in s.tags):
         if not subject.supports(call):

@@ -307,7 +307,7 @@ WRONG = [
           "sdpa", "zero-padding d_k by 3 and rescaling Q should change nothing"),
     Wrong("shift_invariance", SoftmaxWithoutMax, "nan", "expected softmax[0] = ", "softmax(x ",
           relation="rows shifted by +1000, -1000, ..., should equal softmax(x)"),
-    Wrong("causality", MaskOneTooWide, "killed", "(rows before token 1 must not change when token 1 changes), got", "causal_self_attention(",
+    Wrong("causality", MaskOneTooWide, "killed", "(rows before token 1 must not change when token 1 is bumped), got", "causal_self_attention(",
           relation="rows before token 1 must not change when token 1 changes"),
     Wrong("head_independence", SoftmaxAcrossHeads, "killed", "(changing query head 0 should leave other heads unchanged), got",
           "f(query", "sdpa", "changing query head 0 should leave other heads unchanged"),

@@ -23,7 +23,7 @@ BUG = Bug(
     source="seed 000 · «Шаг softmax отдельно»: «Вычитаем максимум для численной устойчивости»",
     seen_in="the 1-D softmax of a first lesson (m = max(scores)) vectorised without an axis: "
             "np.max(x) or x.max() where x.max(axis=-1, keepdims=True) was meant",
-    caught_by=("shift_invariance", "low_precision_agreement"),
+    caught_by=("shift_invariance", "causality", "low_precision_agreement"),
 )
 
 
