@@ -308,7 +308,7 @@ WRONG = [
     Wrong("shift_invariance", SoftmaxWithoutMax, "nan", "expected softmax[0] = ", "softmax(x ",
           relation="rows shifted by +1000, -1000, ..., should equal softmax(x)"),
     Wrong("causality", MaskOneTooWide, "killed", "(rows before token 1 must not change when token 1 is bumped), got", "causal_self_attention(",
-          relation="rows before token 1 must not change when token 1 changes"),
+          relation="rows before token 1 must not change when token 1 is bumped"),
     Wrong("head_independence", SoftmaxAcrossHeads, "killed", "(changing query head 0 should leave other heads unchanged), got",
           "f(query", "sdpa", "changing query head 0 should leave other heads unchanged"),
     Wrong("mask_poisoning", AdditiveLargeNegative, "killed", "(keys and values no query may see were set to huge values), got ", "attention(Q ",
