@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from detectors.harness import expect
-from detectors.harness.tolerance import allowance
+from detectors.kit import expect
+from detectors.kit.tolerance import allowance
 
 PROPERTY = "Attending to a batch gives, for each item, what attending to that item alone gives."
 CLAUSES = ("C3", "C4")

@@ -6,7 +6,7 @@ first size seen, a buffer that grows, a running statistic or a cache keyed on th
 makes a call's answer depend on its history.
 """
 
-from detectors.harness import expect
+from detectors.kit import expect
 
 PROPERTY = "Each call's result is identical whether it is made before or after calls of other sizes."
 CLAUSES = ("C7",)

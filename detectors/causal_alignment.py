@@ -9,9 +9,9 @@ keys each query row may see against the declaration.
 
 import numpy as np
 
-from detectors.harness import expect
-from detectors.harness.allowed import allowed
-from detectors.harness.verdict import NotApplicable
+from detectors.kit import expect
+from detectors.kit.allowed import allowed
+from detectors.kit.verdict import NotApplicable
 
 PROPERTY = "With is_causal and L ≠ S, each query row sees exactly the keys its declared alignment allows."
 CLAUSES = ("S2",)

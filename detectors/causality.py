@@ -12,9 +12,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from detectors.harness import expect
-from detectors.harness.allowed import allowed
-from detectors.harness.tolerance import allowance
+from detectors.kit import expect
+from detectors.kit.allowed import allowed
+from detectors.kit.tolerance import allowance
 
 PROPERTY = "Changing token j (its embedding, or its key and value) changes no output row that may not see j."
 CLAUSES = ("C1", "C4", "S2")

@@ -9,10 +9,10 @@ product — and a ``detach`` in the forward silently stops gradients from reachi
 
 import numpy as np
 
-from detectors.harness import expect
-from detectors.harness.allowed import explicit
-from detectors.harness.battery import grid
-from detectors.harness.tolerance import FLOAT64_ATOL, reference_subject, scale
+from detectors.kit import expect
+from detectors.kit.allowed import explicit
+from detectors.kit.battery import grid
+from detectors.kit.tolerance import FLOAT64_ATOL, reference_subject, scale
 
 PROPERTY = "Gradients of every input equal the reference's autograd gradients, and gradcheck passes in float64."
 CLAUSES = ("S6",)
@@ -33,7 +33,7 @@ def compare(subject, answer, want, case):
 
 def tiny_calls(subject, rng):
     """Small masked calls for gradcheck, whose cost grows with inputs × outputs."""
-    from detectors.harness.battery import Call, Spec
+    from detectors.kit.battery import Call, Spec
 
     lead = (1, 2) if subject.contract == "sdpa" else (2,)
     q, k, v = grid(rng, lead + (3, 2)), grid(rng, lead + (4, 2)), grid(rng, lead + (4, 3))
@@ -48,7 +48,7 @@ def tiny_calls(subject, rng):
 def check(subject, battery):
     subject.need_torch("autograd")
     lesson = subject.contract == "lesson"
-    reference = reference_subject(subject.contract, "torch", subject.target.device)
+    reference = reference_subject(subject, "torch")
     rng = np.random.default_rng(battery.seed)
     tested = False
     if not lesson or not subject.manifest.lacks("attention"):

@@ -5,7 +5,7 @@ trains by default), random tie-breaking or state carried between calls make two 
 disagree, which turns every other test into a coin toss.
 """
 
-from detectors.harness import expect
+from detectors.kit import expect
 
 PROPERTY = "Calling twice with identical inputs returns bit-identical results (also with dropout_p=0 passed explicitly)."
 CLAUSES = ("C7", "S5")

@@ -11,10 +11,10 @@ import math
 
 import numpy as np
 
-from detectors.harness import expect
-from detectors.harness.battery import Call, Spec, grid
-from detectors.harness.tolerance import allowance
-from detectors.harness.verdict import NotApplicable
+from detectors.kit import expect
+from detectors.kit.battery import Call, Spec, grid
+from detectors.kit.tolerance import allowance
+from detectors.kit.verdict import NotApplicable
 
 PROPERTY = "With dropout_p = p each weight is 0 or w/(1−p), and about a share p of them is 0."
 CLAUSES = ("S5",)

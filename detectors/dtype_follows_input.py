@@ -6,7 +6,7 @@ inputs; a mask built with ``np.tril(np.ones((T, T)))`` is float. Each works in i
 and breaks whoever consumes the result.
 """
 
-from detectors.harness import expect
+from detectors.kit import expect
 
 PROPERTY = "causal_mask returns bool; every output has the dtype of the inputs (float64, float32, float16, bfloat16)."
 CLAUSES = ("C1", "C6")

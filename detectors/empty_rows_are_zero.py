@@ -8,9 +8,9 @@ keys, so the output row is the mean of values nobody may see; this detector catc
 
 import numpy as np
 
-from detectors.harness import expect
-from detectors.harness.allowed import empty_rows
-from detectors.harness.tolerance import allowance
+from detectors.kit import expect
+from detectors.kit.allowed import empty_rows
+from detectors.kit.tolerance import allowance
 
 PROPERTY = "Rows with no allowed key give all-zero weights and an all-zero output row; no NaN or inf anywhere."
 CLAUSES = ("C5",)

@@ -8,8 +8,8 @@ merged in the wrong order, or key/value heads shared with the wrong query heads 
 
 import numpy as np
 
-from detectors.harness import expect
-from detectors.harness.verdict import NotApplicable
+from detectors.kit import expect
+from detectors.kit.verdict import NotApplicable
 
 PROPERTY = "Changing one head's query (or key/value) changes only the output heads that head feeds."
 CLAUSES = ("C3", "S4")

@@ -6,7 +6,7 @@ save a copy and silently corrupt the caller's tensors, which then give a differe
 next time they are used.
 """
 
-from detectors.harness import expect
+from detectors.kit import expect
 
 PROPERTY = "No function of the contract modifies any of its arguments."
 CLAUSES = ("C7",)

@@ -8,31 +8,15 @@ rectangular mask to show.
 
 import numpy as np
 
-from detectors.harness import expect, lessons
-from detectors.harness.battery import Call, SelfCall, SelfSpec, SoftmaxCall, Spec
-from detectors.harness.tolerance import allowance
+from detectors.kit import expect
+from detectors.kit import lessons
+from detectors.kit.battery import SelfCall, SelfSpec, SoftmaxCall
+from detectors.kit.lesson_calls import example, unbatched
+from detectors.kit.tolerance import allowance
 
 PROPERTY = "The lessons' worked examples (seeds 000 and 003) give the numbers the lessons print."
 CLAUSES = ("C1", "C2", "C3", "C4")
 ORACLE = "known-answer"
-
-
-def example(name, q, mask, subject):
-    """A lesson example as a call the subject's contract can make: (3, 2), or (1, 1, 3, 2)."""
-    k, v = lessons.K, lessons.V
-    if subject.contract == "sdpa":
-        q, k, v = (a[None, None] for a in (q, k, v))
-        mask = None if mask is None else mask[None, None]
-    spec = Spec(name, q.shape, k.shape, v.shape, mask=None if mask is None else "given",
-                mask_shape=None if mask is None else mask.shape)
-    return Call(spec, q, k, v, mask, name=name)
-
-
-def unbatched(a, shape):
-    """Drop the (1, 1) an SDPA call adds, and nothing else."""
-    while a.ndim > len(shape) and a.shape[0] == 1:
-        a = a[0]
-    return a
 
 
 def compare(subject, answer, call, weights, out, case):

@@ -7,8 +7,8 @@ tests do). Casting to half "for speed", a fill value that overflows (−1e9 is �
 ``0 · −inf`` in an additive mask, or exp without the max subtraction all blow far past it.
 """
 
-from detectors.harness import expect
-from detectors.harness.tolerance import allowance
+from detectors.kit import expect
+from detectors.kit.tolerance import allowance
 
 PROPERTY = "At float32/float16/bfloat16 the error against float64 attention is at most a small multiple of the reference's own."
 CLAUSES = ("C6",)

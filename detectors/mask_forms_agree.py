@@ -9,9 +9,9 @@ multiplying instead of adding all break one of these.
 
 import numpy as np
 
-from detectors.harness import expect
-from detectors.harness.tolerance import allowance
-from detectors.harness.verdict import NotApplicable
+from detectors.kit import expect
+from detectors.kit.tolerance import allowance
+from detectors.kit.verdict import NotApplicable
 
 PROPERTY = "All-True ≡ no mask; bool ≡ its {0, −∞} float mask; zero float mask ≡ none; a row constant added to a float mask changes nothing."
 CLAUSES = ("C3", "S1")

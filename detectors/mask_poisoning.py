@@ -8,9 +8,9 @@ a score of 1e12) or a mask applied to the weights after the fact lets them throu
 
 import numpy as np
 
-from detectors.harness import expect
-from detectors.harness.allowed import dead_keys
-from detectors.harness.verdict import NotApplicable
+from detectors.kit import expect
+from detectors.kit.allowed import dead_keys
+from detectors.kit.verdict import NotApplicable
 
 PROPERTY = "Setting keys and values that no query may attend to huge finite values changes nothing."
 CLAUSES = ("C3", "S1")

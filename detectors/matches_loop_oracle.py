@@ -6,8 +6,8 @@ with L ≠ S, scale, grouped heads, large and tiny logits, empty rows). Its weak
 message: it says *that* the numbers differ, and the other detectors say *why*.
 """
 
-from detectors.harness import expect
-from detectors.harness.tolerance import allowance
+from detectors.kit import expect
+from detectors.kit.tolerance import allowance
 from reference import loop_oracle
 
 PROPERTY = "Every function of the contract agrees with the plain-loop oracle on the whole battery."

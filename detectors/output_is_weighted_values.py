@@ -6,8 +6,8 @@ weights from one computation and the output from another — pre-mask weights, a
 weight matrix, values that were masked or scaled on the side.
 """
 
-from detectors.harness import expect
-from detectors.harness.tolerance import allowance
+from detectors.kit import expect
+from detectors.kit.tolerance import allowance
 
 PROPERTY = "The output equals the returned weights times V (for output-only kernels: f(V) = f(I) @ V)."
 CLAUSES = ("C3",)

@@ -8,7 +8,7 @@ a transposed mask, a softmax over the wrong axis, keys paired with the wrong val
 
 import numpy as np
 
-from detectors.harness import expect
+from detectors.kit import expect
 
 PROPERTY = "Permuting queries permutes output rows; permuting keys with their values changes nothing."
 CLAUSES = ("C3", "S1")

@@ -10,9 +10,9 @@ causal mask misaligned for a single query all break it.
 from dataclasses import replace
 
 
-from detectors.harness import expect
-from detectors.harness.battery import Call, Spec
-from detectors.harness.tolerance import allowance
+from detectors.kit import expect
+from detectors.kit.battery import Call, Spec
+from detectors.kit.tolerance import allowance
 
 PROPERTY = "Row t of causal self-attention equals the prefix run on tokens 0..t and the one-query decode step t."
 CLAUSES = ("C4", "S2")

@@ -7,7 +7,7 @@ whole matrix, or batch items sharing a normaliser all let one query move another
 
 import numpy as np
 
-from detectors.harness import expect
+from detectors.kit import expect
 
 PROPERTY = "Changing query i changes output row i only; every other row stays as it was."
 CLAUSES = ("C3",)

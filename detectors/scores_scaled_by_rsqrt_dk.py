@@ -12,8 +12,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from detectors.harness import expect
-from detectors.harness.tolerance import allowance
+from detectors.kit import expect
+from detectors.kit.tolerance import allowance
 
 PROPERTY = "Scores scale with 1/√d_k of the key width only (zero-padding d_k, widening V), and scale=s equals Q·s·√E."
 CLAUSES = ("C3", "S3")

@@ -14,9 +14,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from detectors.harness import expect
-from detectors.harness.battery import SoftmaxCall
-from detectors.harness.tolerance import allowance
+from detectors.kit import expect
+from detectors.kit.battery import SoftmaxCall
+from detectors.kit.tolerance import allowance
 
 PROPERTY = "Adding a constant to every score of a row (±1000 at float64, alternating by row, beyond exp's range) changes nothing."
 CLAUSES = ("C2", "C3")

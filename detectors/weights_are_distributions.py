@@ -8,9 +8,9 @@ the sum; a mask filled with 0 breaks the zeros.
 
 import numpy as np
 
-from detectors.harness import expect
-from detectors.harness.allowed import allowed
-from detectors.harness.tolerance import allowance
+from detectors.kit import expect
+from detectors.kit.allowed import allowed
+from detectors.kit.tolerance import allowance
 
 PROPERTY = (
     "Weights are non-negative, each row sums to 1 (0 when no key is allowed), "

@@ -1,6 +1,6 @@
 import pytest
 
-from detectors.harness.battery import Battery
+from detectors.kit.battery import Battery
 
 
 @pytest.fixture(scope="session")

@@ -47,9 +47,9 @@ EVIDENCE_KEYS = {"call", "case", "index", "expected", "actual", "snippet"}
 
 
 def attnzoo(*args, timeout=TIMEOUT, cwd=REPO, env=None, module=False):
-    """Run the console script (or ``python -m detectors``) and return the finished process."""
+    """Run the console script (or ``python -m attnzoo``) and return the finished process."""
     assert ATTNZOO, "the attnzoo console script is not installed next to this python"
-    cmd = [PYTHON, "-m", "detectors", *args] if module else [ATTNZOO, *args]
+    cmd = [PYTHON, "-m", "attnzoo", *args] if module else [ATTNZOO, *args]
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
                           encoding="utf-8", timeout=timeout, check=False)
 
@@ -576,7 +576,7 @@ def test_list_json():
         assert set(r["backends"]) <= {"numpy", "torch", "sdpa"}
 
 
-def test_python_m_detectors_is_attnzoo():
+def test_python_m_attnzoo_is_attnzoo():
     p = attnzoo("list", module=True)
     assert (p.returncode, p.stdout, p.stderr) == (0, cached("list").stdout, "")
 

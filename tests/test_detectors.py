@@ -19,11 +19,11 @@ import torch
 import torch.nn.functional as F
 
 from detectors import all_detectors, baseline_suites, by_name
-from detectors.harness.battery import Battery
-from detectors.harness.executor import InProcess
-from detectors.harness.runner import run
-from detectors.harness.subject import Subject
-from detectors.harness.target import Target
+from detectors.kit.battery import Battery
+from attnzoo.sandbox.executor import InProcess
+from attnzoo.runner import run
+from detectors.kit.subject import Subject
+from attnzoo.sandbox.target import Target
 from reference import lesson_numpy, lesson_torch
 from reference.lesson_numpy import LessonNumpy
 from reference.lesson_torch import LessonTorch

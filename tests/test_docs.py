@@ -20,7 +20,9 @@ import pytest
 
 import zoo
 from detectors import all_detectors, baseline_suites
-from detectors.harness import cli, docs, matrix
+from attnzoo import cli
+from attnzoo.devtools import docs
+from attnzoo.matrix import model as matrix
 
 ROOT = docs.ROOT
 DATA = docs.load(ROOT / docs.JSON_PATH)

@@ -8,9 +8,9 @@ is flagged by anything, or when a detector errs. Ids read ``bug-backend-detector
 import pytest
 
 from detectors import all_detectors, baseline_suites
-from detectors.harness import matrix
-from detectors.harness.plugin import PROPERTY
-from detectors.harness.runner import run
+from attnzoo.matrix import model as matrix
+from attnzoo.matrix.plugin import PROPERTY
+from attnzoo.runner import run
 
 ROWS = matrix.rows()
 BASELINES = {b.NAME for b in baseline_suites()}

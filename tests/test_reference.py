@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from detectors.harness import lessons
+from detectors.kit import lessons
 from reference import lesson_numpy, lesson_torch, loop_oracle
 from reference.sdpa import scaled_dot_product_attention as sdpa
 

@@ -7,8 +7,9 @@ changes those numbers and nothing that needs a mask, a head, a large logit or a 
 
 import numpy as np
 
-from detectors.harness import expect
-from detectors.harness.battery import SelfCall, SelfSpec
+from detectors.kit import expect
+from detectors.kit.battery import SelfCall, SelfSpec
+from detectors.kit.lesson_calls import as_call, unbatched
 
 PROPERTY = "Random square inputs, with and without a causal mask, match F.scaled_dot_product_attention (atol 1e-6)."
 CLAUSES = ("C3", "C4")
@@ -26,9 +27,6 @@ def suite(subject):
 
     if subject.contract == "lesson":
         subject.need("causal_self_attention")
-    from detectors.known_answers import unbatched
-    from detectors.baselines.lesson_checks import as_call
-
     rng = np.random.default_rng(1)
     for trial in range(3):
         q, k, v = (rng.standard_normal((4, 8)) for _ in range(3))

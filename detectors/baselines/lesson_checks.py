@@ -11,9 +11,10 @@ import math
 
 import numpy as np
 
-from detectors.harness import expect, lessons
-from detectors.harness.battery import Call, SelfCall, SelfSpec, Spec
-from detectors.known_answers import example, unbatched
+from detectors.kit import expect
+from detectors.kit import lessons
+from detectors.kit.battery import Call, SelfCall, SelfSpec, Spec
+from detectors.kit.lesson_calls import as_call, example, unbatched
 
 PROPERTY = "The lesson's checks: its example, the 1/√d_k scale, zeros above the diagonal, a loop reference and a batch."
 CLAUSES = ("C1", "C2", "C3", "C4")
@@ -38,13 +39,6 @@ def loop(q, k, v, mask):
         w = [math.exp(x - m) for x in s]
         out[i] = sum(wj * v[j] for j, wj in enumerate(w)) / sum(w)
     return out
-
-
-def as_call(subject, q, k, v, mask=None, name="lesson check"):
-    if subject.contract == "sdpa":
-        q, k, v = (a[None, None] for a in (q, k, v))
-        mask = None if mask is None else mask[None, None]
-    return Call(Spec(name, q.shape, k.shape, v.shape), q, k, v, mask, name=name)
 
 
 def check(subject, battery):

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from detectors.harness.verdict import KILLED, NAN, Flag
+from detectors.kit.verdict import KILLED, NAN, Flag
 
 
 def fmt(x):
@@ -18,7 +18,7 @@ def at(name, index):
 def baseline(subject, call):
     """The subject's own answer to ``call`` (checked for shape) and the error allowed on it:
     the starting point of every relation that compares the subject with itself."""
-    from detectors.harness.tolerance import allowance
+    from detectors.kit.tolerance import allowance
 
     answer = subject.attend(call)
     out = call.expected(subject.target.causal_alignment)[0]

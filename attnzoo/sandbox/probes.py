@@ -9,61 +9,11 @@ pytest) and in the isolated worker (``attnzoo check``).
 
 import time
 import warnings
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from detectors.harness.verdict import CRASHED, ImplementationFailure
-
-ARG_NAMES = {
-    "causal_mask": ("T",),
-    "softmax": ("x",),
-    "attention": ("Q", "K", "V", "mask"),
-    "causal_self_attention": ("X", "W_q", "W_k", "W_v"),
-    "sdpa": ("query", "key", "value"),
-}
-RETURNS = {"causal_mask": 1, "softmax": 1, "attention": 2, "causal_self_attention": 2, "sdpa": 1}
-
-
-@dataclass
-class Request:
-    fn: str  # a lesson function name, or "sdpa"
-    args: tuple  # NumPy arrays (float64 or bool) and ints
-    kwargs: dict = field(default_factory=dict)  # SDPA keywords
-    dtype: str = "float64"  # float arguments are cast to this before the call
-    device: str = "cpu"
-    grad: object = None  # an upstream gradient for the first output: ask for input gradients
-    gradcheck: bool = False  # run torch.autograd.gradcheck on the call instead
-    seed: int | None = None  # seed the RNGs before the call
-    # pass arrays as non-contiguous views with the same values, laid out as (..., L, H, E) the way
-    # splitting heads with a transpose leaves them (the last two axes for 2-D arrays)
-    strided: bool = False
-
-    def describe(self, target_name=""):
-        """``attention(Q (2, 4, 5) float64, K (2, 6, 5), ...)`` for messages."""
-        names = ARG_NAMES[self.fn]
-        parts = [_describe(n, a, self.dtype) for n, a in zip(names, self.args)]
-        parts += [_describe(k, v, self.dtype) for k, v in self.kwargs.items()]
-        fn = self.fn if self.fn != "sdpa" else "f"
-        where = f"{target_name}." if target_name and self.fn != "sdpa" else ""
-        return f"{where}{fn}({', '.join(parts)})"
-
-
-@dataclass
-class Result:
-    values: tuple  # NumPy arrays: floats as float64, bools as bool
-    dtypes: tuple  # the dtypes the implementation returned, as strings
-    mutated: tuple = ()  # names of arguments the call modified
-    seconds: float = 0.0  # time inside the implementation
-    grads: dict | None = None  # argument name -> gradient (float64) or None
-    message: str = ""  # gradcheck's complaint, if any
-
-
-def _describe(name, a, dtype):
-    if isinstance(a, np.ndarray):
-        kind = "bool" if a.dtype == bool else dtype
-        return f"{name} {tuple(a.shape)} {kind}"
-    return f"{name}={a!r}"
+from detectors.kit.calls import ARG_NAMES, RETURNS, Result
+from detectors.kit.verdict import CRASHED, ImplementationFailure
 
 
 def execute(obj, target, manifest, request):

@@ -44,10 +44,10 @@ def refused(text):
 
 
 def kernel_subject(backend, dtype, device):
-    from detectors.harness.executor import InProcess
-    from detectors.harness.subject import Subject
-    from detectors.harness.target import Target
-    from detectors.harness.verdict import ImplementationFailure
+    from attnzoo.sandbox.executor import InProcess
+    from detectors.kit.subject import Subject
+    from attnzoo.sandbox.target import Target
+    from detectors.kit.verdict import ImplementationFailure
 
     class KernelSubject(Subject):
         """Skips the calls the kernel refuses, remembering them by case."""
@@ -66,7 +66,7 @@ def kernel_subject(backend, dtype, device):
                     self.refusals[key] = refused(e.what)
             return not self.refusals[key]
 
-    target = Target(f"{backend}/{dtype}", f"detectors.harness.gpu:Kernel({backend})", "sdpa",
+    target = Target(f"{backend}/{dtype}", f"attnzoo.devtools.gpu:Kernel({backend})", "sdpa",
                     "torch", device=device)
     return KernelSubject(target, InProcess(target, obj=Kernel(backend)), dtype)
 
@@ -75,8 +75,8 @@ def run(device, output, markdown):
     import torch
 
     from detectors import all_detectors
-    from detectors.harness.battery import Battery
-    from detectors.harness.runner import run as run_detector
+    from detectors.kit.battery import Battery
+    from attnzoo.runner import run as run_detector
 
     if device.startswith("cuda") and not torch.cuda.is_available():
         print("no CUDA device here: the GPU conformance table needs one; nothing was run "

@@ -1,6 +1,6 @@
 """The implementation under test as detectors see it: one view over both contracts.
 
-A detector asks for attention on a :class:`~detectors.harness.battery.Call`; the subject turns it
+A detector asks for attention on a :class:`~detectors.kit.battery.Call`; the subject turns it
 into the call its contract offers — ``attention(Q, K, V, mask)`` for a lesson module,
 ``f(query, key, value, attn_mask=…, is_causal=…, scale=…, enable_gqa=…)`` for an SDPA-style
 callable — and recovers attention weights from output-only kernels with an identity value
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from detectors.harness.probes import ARG_NAMES, Request
-from detectors.harness.verdict import Evidence, NotApplicable
+from detectors.kit.calls import ARG_NAMES, Request
+from detectors.kit.verdict import Evidence, NotApplicable
 
 
 @dataclass
@@ -183,7 +183,7 @@ class Subject:
     @staticmethod
     def projected(call):
         """A self-attention call as an SDPA call on (N, 1, T, d) projections with is_causal."""
-        from detectors.harness.battery import Call, Spec
+        from detectors.kit.battery import Call, Spec
 
         q, k, v = call.projections()  # (..., T, d_k), (..., T, d_k), (..., T, d_v)
         lead = (q.shape[0] if q.ndim == 3 else 1, 1)
@@ -227,7 +227,7 @@ def snippet(target, requests, relation=""):
     """Python that loads the target and repeats the calls with the same inputs."""
     torch = target.backend == "torch"
     lines = ["import numpy as np"] + (["import torch"] if torch else [])
-    lines += ["from detectors.harness.target import load", f"impl = load({target.locator!r})"]
+    lines += ["from attnzoo.sandbox.target import load", f"impl = load({target.locator!r})"]
     names = {}
     for n, request in enumerate(requests, 1):
         arg_names = ARG_NAMES[request.fn]

@@ -62,14 +62,14 @@ def load(path):
 
 
 def run_matrix(seed=0, progress=None):
-    from detectors.harness import matrix
+    from attnzoo.matrix import model as matrix
 
     return matrix_data(matrix.evaluate(seed, progress=progress))
 
 
 def current_rows():
     """The rows the matrix has today, as the JSON describes them."""
-    from detectors.harness import matrix
+    from attnzoo.matrix import model as matrix
 
     return [{"row": r.label, "kind": r.kind, "id": r.id, "backend": r.backend,
              "category": r.category, "expected": list(r.expected)} for r in matrix.rows()]
@@ -242,7 +242,7 @@ def na_reason(cell):
 
 
 def symbol(kind):
-    from detectors.harness.matrix import SYMBOLS
+    from attnzoo.matrix.model import SYMBOLS
 
     return SYMBOLS.get(kind or "na", ("?",))[0] if kind else " "
 
@@ -263,7 +263,7 @@ def verdict_table(view, rows, names, link_oracle=True):
 
 
 def legend_line():
-    from detectors.harness.matrix import SYMBOLS
+    from attnzoo.matrix.model import SYMBOLS
 
     return "Legend: " + " · ".join(f"{s} {m}" for s, m in SYMBOLS.values()) + "."
 
@@ -305,7 +305,7 @@ def bug_page(entry, view):
     lines += ["", "## The buggy lines", "",
               "Each implementation subclasses the reference and replaces one method; the diff "
               "is against the method it replaces.", ""]
-    from detectors.harness.diff import method_diffs
+    from attnzoo.diff import method_diffs
 
     for backend in entry.backends:
         for label, diff in method_diffs(entry.implementation(backend)) or [("", "")]:

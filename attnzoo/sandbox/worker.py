@@ -13,9 +13,9 @@ from multiprocessing.connection import Connection
 
 def main(fd):
     conn = Connection(fd)
-    from detectors.harness import probes
-    from detectors.harness.target import BadTarget, describe, infer_backend, load, manifest
-    from detectors.harness.verdict import ImplementationFailure
+    from attnzoo.sandbox import probes
+    from attnzoo.sandbox.target import BadTarget, describe, infer_backend, load, manifest
+    from detectors.kit.verdict import ImplementationFailure
 
     loaded, target, offered = {}, None, None
     while True:

@@ -64,7 +64,7 @@ def check_costs(repeats):
     """attnzoo check on a NumPy module and an SDPA callable: wall, and the harness share."""
     out = {}
     for target in TARGETS:
-        figure, last = timed([PY, "-m", "detectors", "check", target, "--json"], repeats)
+        figure, last = timed([PY, "-m", "attnzoo", "check", target, "--json"], repeats)
         doc = json.loads(last.stdout)
         impl = doc["summary"]["impl_seconds"]
         figure["impl_seconds"] = impl
@@ -80,7 +80,7 @@ def matrix_costs(repeats, scales):
     for scale in scales:
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
             path = f.name
-        figure, _ = timed([PY, "-m", "detectors", "matrix", "--format", "json", "--repeat",
+        figure, _ = timed([PY, "-m", "attnzoo", "matrix", "--format", "json", "--repeat",
                            str(scale), "--output", path], repeats if scale == 1 else 1)
         doc = json.loads(Path(path).read_text())
         os.unlink(path)
@@ -112,7 +112,7 @@ def matrix_costs(repeats, scales):
 
 def xdist_identical():
     """The kill matrix of a serial and a parallel pytest run, compared cell for cell."""
-    from detectors.harness.matrix import from_json
+    from attnzoo.matrix.model import from_json
 
     paths = [tempfile.mktemp(suffix=".json") for _ in range(2)]
     base = [PY, "-m", "pytest", "tests/test_kill_matrix.py", "-q", "-p", "no:cacheprovider"]

@@ -35,8 +35,8 @@ class KillMatrixReport:
                 self.cells[(value["row"], value["finding"]["detector"])] = value["finding"]
 
     def matrix(self):
-        from detectors.harness.matrix import Matrix, rows
-        from detectors.harness.verdict import Finding
+        from attnzoo.matrix.model import Matrix, rows
+        from detectors.kit.verdict import Finding
         from detectors import all_detectors, baseline_suites
 
         seen = {label for label, _ in self.cells}

@@ -4,7 +4,7 @@ The JSON form is documented in docs/check-json.md; its ``schema`` field changes 
 changes meaning, never silently.
 """
 
-from detectors.harness.verdict import CAUGHT, CRASHED, ERROR, HUNG, KILLED, NA, NAN, SURVIVED
+from detectors.kit.verdict import CAUGHT, CRASHED, ERROR, HUNG, KILLED, NA, NAN, SURVIVED
 
 SCHEMA = "attnzoo.check/1"
 WORDS = {SURVIVED: "ok", KILLED: "FLAGGED", NAN: "NaN", CRASHED: "CRASH", HUNG: "HANG",

@@ -8,12 +8,12 @@ import json
 from dataclasses import dataclass, field
 
 from detectors import all_detectors, baseline_suites
-from detectors.harness.battery import Battery
-from detectors.harness.executor import InProcess
-from detectors.harness.runner import run
-from detectors.harness.subject import Subject
-from detectors.harness.target import Target
-from detectors.harness.verdict import CAUGHT, CRASHED, ERROR, HUNG, NA
+from detectors.kit.battery import Battery
+from attnzoo.sandbox.executor import InProcess
+from attnzoo.runner import run
+from detectors.kit.subject import Subject
+from attnzoo.sandbox.target import Target
+from detectors.kit.verdict import CAUGHT, CRASHED, ERROR, HUNG, NA
 
 SYMBOLS = {
     "hit": ("●", "expected and caught"),

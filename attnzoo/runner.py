@@ -3,7 +3,7 @@
 import time
 import traceback
 
-from detectors.harness.verdict import (
+from detectors.kit.verdict import (
     ERROR,
     NA,
     SURVIVED,

@@ -151,12 +151,12 @@ def build_parser():
 
 def cmd_check(args):
     from detectors import all_detectors
-    from detectors.harness.battery import Battery
-    from detectors.harness.executor import Isolated
-    from detectors.harness.report import SCHEMA, describe_target, exit_code, summarise, text
-    from detectors.harness.runner import run
-    from detectors.harness.subject import Subject
-    from detectors.harness.target import BadTarget
+    from detectors.kit.battery import Battery
+    from attnzoo.sandbox.executor import Isolated
+    from attnzoo.report import SCHEMA, describe_target, exit_code, summarise, text
+    from attnzoo.runner import run
+    from detectors.kit.subject import Subject
+    from attnzoo.sandbox.target import BadTarget
 
     chosen = all_detectors()
     if args.only:
@@ -227,7 +227,7 @@ def _check_device(device):
 
 def _precheck(target):
     """Catch what needs no import: an empty string, a missing file, a malformed locator."""
-    from detectors.harness.target import BadTarget, _split
+    from attnzoo.sandbox.target import BadTarget, _split
 
     try:
         path, sep, attr = _split(target)
@@ -242,7 +242,7 @@ def _precheck(target):
 
 def _targets(executor, args):
     """The implementations a locator names, with the conventions the user declared."""
-    from detectors.harness.target import Target
+    from attnzoo.sandbox.target import Target
 
     info = executor.describe(args.target)
     declared = dict(mask_convention=args.mask_convention, causal_alignment=args.causal_alignment,
@@ -296,8 +296,8 @@ def cmd_list(args):
 
 def cmd_show(args):
     import zoo
-    from detectors.harness import matrix
-    from detectors.harness.diff import entry_diff
+    from attnzoo.matrix import model as matrix
+    from attnzoo.diff import entry_diff
 
     try:
         entry = zoo.entry(args.id)
@@ -333,7 +333,7 @@ def cmd_show(args):
 
 
 def cmd_matrix(args):
-    from detectors.harness import matrix
+    from attnzoo.matrix import model as matrix
 
     if args.repeat < 1:
         raise UsageError("--repeat must be at least 1")
@@ -371,7 +371,7 @@ def cmd_matrix(args):
 
 def seed_sweep(n, repeat, select):
     """Verdicts must not depend on the seed: list the cells that do."""
-    from detectors.harness import matrix
+    from attnzoo.matrix import model as matrix
 
     if n < 2:
         raise UsageError("--seeds needs at least 2 seeds")
@@ -392,7 +392,7 @@ def seed_sweep(n, repeat, select):
 
 
 def cmd_mutants(args):
-    from detectors.harness import mutants
+    from attnzoo.devtools import mutants
 
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
@@ -400,7 +400,7 @@ def cmd_mutants(args):
 
 
 def cmd_bench(args):
-    from detectors.harness import bench
+    from attnzoo.devtools import bench
 
     try:
         scales = tuple(int(s) for s in args.scales.split(","))
@@ -412,7 +412,7 @@ def cmd_bench(args):
 
 
 def cmd_gpu(args):
-    from detectors.harness import gpu
+    from attnzoo.devtools import gpu
 
     return gpu.run(args.device, args.output, args.markdown)
 
@@ -432,7 +432,7 @@ def cmd_detectors(args):
 
 
 def cmd_docs(args):
-    from detectors.harness import docs
+    from attnzoo.devtools import docs
 
     if args.check:
         if args.from_json:
@@ -463,7 +463,7 @@ def cmd_docs(args):
 
 
 def cmd_new(args):
-    from detectors.harness.scaffold import scaffold
+    from attnzoo.scaffold import scaffold
 
     try:
         path = scaffold(args.id)

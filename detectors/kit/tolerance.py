@@ -13,11 +13,9 @@ units in the last place of the output are always allowed.
 """
 
 import functools
+from dataclasses import replace
 
 import numpy as np
-
-from detectors.harness.executor import InProcess
-from detectors.harness.target import Target
 
 FLOAT64_ATOL = 1e-10  # times max(1, |expected|)
 MULTIPLE = 4  # of the reference's own error at the call's precision
@@ -41,8 +39,7 @@ def allowance(subject, call, expected, dtype=None, what="out"):
     floor = ULPS * EPS[dtype] * scale(expected)
     if dtype == "float64":
         return FLOAT64_ATOL * scale(expected)
-    reference = reference_subject(subject.target.contract, subject.target.backend,
-                                  subject.target.device)
+    reference = reference_subject(subject)
     unit = max(reference_error(reference, call, dtype, what), rounding_error(call, dtype, what))
     return max(MULTIPLE * unit, accumulation_bound(call, what)) + floor
 
@@ -56,7 +53,7 @@ def accumulation_bound(call, what):
     max_k δ_ik, and the output into 2·max_k δ_ik·Σ_j w_ij |v_j| plus S·eps·Σ_j w_ij |v_j| for
     its own sum. Real kernels accumulate in float32 (or better) at every input precision.
     """
-    from detectors.harness.battery import SelfCall, SoftmaxCall
+    from detectors.kit.battery import SelfCall, SoftmaxCall
 
     eps = EPS["float32"]
     if isinstance(call, SoftmaxCall):
@@ -93,7 +90,7 @@ def rounding_error(call, dtype, what):
     scale factor is taken one rounding off either way — the least any implementation at that
     precision can be expected to be off by.
     """
-    from detectors.harness.battery import SelfCall, SoftmaxCall
+    from detectors.kit.battery import SelfCall, SoftmaxCall
 
     if isinstance(call, SoftmaxCall):
         return _err(_softmax(_round(call.x, dtype)), call.expected())
@@ -154,7 +151,7 @@ def reference_error(reference, call, dtype, what):
 
 @functools.lru_cache(maxsize=8192)
 def _reference_error(reference, call, dtype, what):
-    from detectors.harness.battery import SelfCall, SoftmaxCall
+    from detectors.kit.battery import SelfCall, SoftmaxCall
 
     if isinstance(call, SelfCall):
         answer = reference.self_attend(call, weights=what == "weights", dtype=dtype)
@@ -170,10 +167,21 @@ def _reference_error(reference, call, dtype, what):
     return float(np.nanmax(diff, initial=0.0))
 
 
-@functools.lru_cache(maxsize=None)
-def reference_subject(contract, backend, device):
-    from detectors.harness.subject import Subject
+_REFERENCES = {}  # (contract, backend, device) -> the reference as a subject
 
-    locator = REFERENCES[(contract, backend)]
-    target = Target("reference", locator, contract, backend, device=device)
-    return Subject(target, InProcess(target))
+
+def reference_subject(subject, backend=None):
+    """This repository's reference for ``subject``'s contract, on its device, as a subject.
+
+    The reference is trusted code: it runs wherever the subject's executor runs trusted code
+    (``executor.trusted(target)``), so the kit never needs to know how calls are executed.
+    """
+    from detectors.kit.subject import Subject
+
+    t = subject.target
+    key = (t.contract, backend or t.backend, t.device)
+    if key not in _REFERENCES:
+        target = replace(t, name="reference", locator=REFERENCES[key[:2]], backend=key[1],
+                         mask_convention="keep", causal_alignment="top-left")
+        _REFERENCES[key] = Subject(target, subject.executor.trusted(target))
+    return _REFERENCES[key]

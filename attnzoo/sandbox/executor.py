@@ -16,9 +16,9 @@ import tempfile
 import threading
 from multiprocessing.connection import Connection
 
-from detectors.harness import probes
-from detectors.harness.target import BadTarget, load, manifest
-from detectors.harness.verdict import CRASHED, HUNG, ImplementationFailure
+from attnzoo.sandbox import probes
+from attnzoo.sandbox.target import BadTarget, load, manifest
+from detectors.kit.verdict import CRASHED, HUNG, ImplementationFailure
 
 CALL_SECONDS = 10.0  # per-call time limit
 LOAD_SECONDS = 30.0  # importing the target, torch included
@@ -65,6 +65,11 @@ class InProcess:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
 
+    @staticmethod
+    def trusted(target):
+        """Where this repository's own code (the reference) runs: here, directly."""
+        return InProcess(target)
+
     def close(self):
         pass
 
@@ -92,7 +97,7 @@ class Isolated:
         self.output = tempfile.TemporaryFile()
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "detectors.harness.worker", str(child.fileno())],
+            [sys.executable, "-m", "attnzoo.sandbox.worker", str(child.fileno())],
             pass_fds=(child.fileno(),),
             stdin=subprocess.DEVNULL,
             stdout=self.output,
@@ -135,6 +140,8 @@ class Isolated:
         self.target = target
         self.manifest = self._ask(("target", target), f"{target.locator} while importing it")
         return self.manifest
+
+    trusted = staticmethod(InProcess.trusted)
 
     def fresh(self):
         """The same worker restarted: the implementation is imported anew, with no history."""

@@ -80,7 +80,7 @@ def per_detector(names, jobs):
         work = ROOT / "mutants" / f"detector-work-{i}.json"
         work.write_text(json.dumps(chunk))
         procs.append((subprocess.Popen(
-            [sys.executable, "-m", "detectors.harness.mutants", "--worker", str(work)],
+            [sys.executable, "-m", "attnzoo.devtools.mutants", "--worker", str(work)],
             cwd=ROOT / "mutants", env=env), work))
     cells = {}
     for proc, work in procs:
@@ -93,9 +93,10 @@ def per_detector(names, jobs):
 def worker(work):
     """Inside mutants/: activate each mutant and run every detector on its reference rows."""
     from detectors import all_detectors, baseline_suites
-    from detectors.harness import matrix, tolerance
-    from detectors.harness.battery import Battery
-    from detectors.harness.runner import run
+    from attnzoo.matrix import model as matrix
+    from detectors.kit import tolerance
+    from detectors.kit.battery import Battery
+    from attnzoo.runner import run
 
     names = json.loads(Path(work).read_text())
     detectors = all_detectors() + baseline_suites()

@@ -1,7 +1,0 @@
-"""``python -m detectors`` is ``attnzoo``."""
-
-import sys
-
-from detectors.harness.cli import main
-
-sys.exit(main())

@@ -1,1 +1,0 @@
-"""The machinery behind the detectors: targets, calls, the case battery, verdicts, reports."""
