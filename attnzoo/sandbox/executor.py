@@ -126,9 +126,13 @@ class Isolated:
 
     def _ask(self, header, what, seconds=None):
         """Send a message and wait for its answer; a non-answer while loading is BadTarget."""
+        seconds = seconds or self.load_seconds
         try:
-            reply, _ = self._exchange(header, (), seconds or self.load_seconds, what)
+            reply, _ = self._exchange(header, (), seconds, what)
         except ImplementationFailure as e:
+            if e.verdict == HUNG:
+                raise BadTarget(f"{what}: not done within {seconds:g} s: raise --import-timeout "
+                                "if it is only slow, or fix the module") from None
             raise BadTarget(f"{what}: {e.what}: fix the module") from None
         if reply.get("bad") is not None:
             raise BadTarget(str(reply["bad"])[:2000])

@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 HEAD = TAIL = 64 * 1024  # bytes of the implementation's output kept at each end
 PR_SET_CHILD_SUBREAPER = 36
@@ -81,7 +82,6 @@ def spawn(argv, pass_fds, env):
 def wait_readable(sock, capture, seconds):
     """Drain the output until ``sock`` has data (True) or ``seconds`` pass (False)."""
     import select
-    import time
 
     until = time.monotonic() + seconds
     open_ = True
@@ -97,11 +97,20 @@ def wait_readable(sock, capture, seconds):
 
 
 def kill(proc):
-    """Kill the worker, its process group, its session and its orphans; reap the worker."""
+    """Kill the worker, its process group, its session, its descendants and its orphans.
+
+    Repeated until a scan finds none left (an intermediate process may still be handing an
+    orphan over to us while we look), then the worker is reaped.
+    """
     pid = proc.pid
-    _signal_group(pid)
-    for other in _strays(pid):
-        _signal(other)
+    for _ in range(20):
+        _signal_group(pid)
+        strays = _strays(pid)
+        for other in strays:
+            _signal(other)
+        if not strays:
+            break
+        time.sleep(0.01)
     try:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:  # uninterruptible sleep: nothing more can be done
@@ -124,27 +133,43 @@ def _signal(pid):
         pass
 
 
-def _strays(sid):
-    """Processes in the worker's session or group, and (subreaper) orphans handed to us."""
+def _strays(worker):
+    """Live processes of the worker's group or session, its descendants, and (subreaper)
+    descendants of attnzoo that are not other workers."""
     me = os.getpid()
-    found = []
+    table = {}
     for name in os.listdir("/proc") if os.path.isdir("/proc") else ():
-        if not name.isdigit() or int(name) == me:
-            continue
-        stat = _stat(name)
-        if stat is None:
-            continue
-        ppid, pgrp, session = stat
-        if session == sid or pgrp == sid or (_installed and ppid == me and int(name) not in _live):
-            found.append(int(name))
-    return found
+        if name.isdigit() and int(name) != me:
+            stat = _stat(name)
+            if stat is not None and stat[3] != "Z":
+                table[int(name)] = stat
+    roots = {worker} | ({me} if _installed else set())
+    others = set(_live) - {worker}
+
+    def descends(pid):
+        seen = set()
+        while pid in table and pid not in seen:
+            seen.add(pid)
+            if pid in others:
+                return False
+            parent = table[pid][0]
+            if parent in roots:
+                return parent == worker or pid not in others
+            pid = parent
+        return False
+
+    return [pid for pid, (ppid, pgrp, session, _) in table.items()
+            if pid != worker and pid not in others
+            and (pgrp == worker or session == worker or descends(pid))] + \
+        ([worker] if worker in table else [])
 
 
 def _stat(pid):
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             fields = f.read().rsplit(b")", 1)[1].split()
-        return int(fields[1]), int(fields[2]), int(fields[3])  # ppid, pgrp, session
+        # ppid, pgrp, session, state
+        return int(fields[1]), int(fields[2]), int(fields[3]), fields[0].decode()
     except (OSError, IndexError, ValueError):
         return None
 

@@ -49,7 +49,7 @@ def validate(args):
             continue
         if value is None or not math.isfinite(value) or not 0 < value <= MAX_SECONDS:
             raise BadOption(f"{option} must be a positive number of seconds up to "
-                            f"{MAX_SECONDS:g} (a day), not {value}")
+                            f"{MAX_SECONDS:g} (a day), not {value:g}")
     check_device(args.device)
 
 
