@@ -105,7 +105,7 @@ class Isolated:
         self.deadline = deadline
         self.on_call = on_call
         self.notes = []
-        self.proc = self.sock = self.output = self._last_output = None
+        self.proc = self.sock = self.output = None
         self.warm = set()
         self.manifest = None
         self._spawn()
@@ -254,7 +254,7 @@ class Isolated:
 
     def _note_output(self):
         """Say (once) that the implementation printed, and (once) when its output was capped."""
-        out = self._last_output if self.output is None else self.output
+        out = self.output
         if out is None or not out.total:
             return
         if not any(n.startswith(_PRINTED) for n in self.notes):
@@ -270,7 +270,6 @@ class Isolated:
             hygiene.kill(self.proc)
             self.output.drain()
             self.output.stream.close()
-            self._last_output = self.output
         if self.sock is not None:
             self.sock.close()
         self.proc = self.sock = None

@@ -61,13 +61,6 @@ class Capture:
         lines = bytes(self.head[:200]).decode("utf-8", "replace").strip().splitlines()
         return lines[0] if lines else ""
 
-    def text(self):
-        """Head, a line saying how much was dropped (if any), and tail."""
-        head, tail, total = bytes(self.head), bytes(self.tail), self.total
-        dropped = total - len(head) - len(tail)
-        middle = f"\n[... {dropped} bytes of output dropped ...]\n".encode() if dropped else b""
-        return (head + middle + tail).decode("utf-8", "replace")
-
 
 def spawn(argv, pass_fds, env):
     """Start a worker in its own session; returns (Popen, Capture of its output)."""

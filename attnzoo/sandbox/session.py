@@ -63,7 +63,3 @@ def run_all(chosen, subject, battery, run, progress, offset=0, total=None):
         except DeadlineReached:
             return findings, [d.NAME for d in chosen[i:]]
     return findings, []
-
-
-def deadline_passed(executor):
-    return executor.deadline is not None and time.monotonic() >= executor.deadline

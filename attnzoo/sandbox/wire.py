@@ -89,12 +89,6 @@ def _count(x):
     return type(x) is int and x >= 0
 
 
-def pack(a, name, buffers):
-    """Describe the plain bytes ``a`` (already in ``name``'s layout) and queue them to send."""
-    buffers.append(a)
-    return {"array": len(buffers) - 1, "dtype": name, "shape": None}
-
-
 def array(desc, buffers):
     """Rebuild an array the worker described: (ndarray in the allowed dtype, dtype name).
 
