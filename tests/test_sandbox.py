@@ -239,6 +239,15 @@ def test_a_warm_up_gets_its_allowance():
     assert p.returncode == 1 and "hung" in {f["verdict"] for f in findings(doc)}
 
 
+def test_a_hang_gets_one_warm_up_allowance_not_one_per_restart():
+    p, doc = check(f"{TARGETS}/hangs.py", "--timeout", "1", "--warmup", "3",
+                   *only("known_answers", "matches_loop_oracle", "causality"))
+    assert p.returncode == 1
+    actual = [f["evidence"]["actual"] for f in findings(doc) if f["verdict"] == "hung"]
+    assert actual == ["no answer within 3 s"] + ["no answer within 1 s"] * (len(actual) - 1)
+    assert len(actual) == 3
+
+
 @pytest.mark.slow
 def test_a_20_s_warm_up_is_conformant_with_the_default_options():
     p, doc = check(f"{TARGETS}/warmup.py", *only("known_answers", "causality"), timeout=300,

@@ -92,8 +92,9 @@ class Isolated:
     """Runs the implementation in a worker process, restarted after a hang or a crash.
 
     Time: importing gets ``load_seconds``; the first call of each function in each worker gets
-    ``warmup_seconds`` (a compile, a cache fill); every other call ``call_seconds``; nothing
-    runs past ``deadline`` (a time.monotonic() value), which raises DeadlineReached.
+    ``warmup_seconds`` (a compile, a cache fill) unless that function already hung through
+    one; every other call ``call_seconds``; nothing runs past ``deadline`` (a
+    time.monotonic() value), which raises DeadlineReached.
     """
 
     def __init__(self, target=None, call_seconds=CALL_SECONDS, load_seconds=LOAD_SECONDS,
@@ -106,7 +107,7 @@ class Isolated:
         self.on_call = on_call
         self.notes = []
         self.proc = self.sock = self.output = None
-        self.warm = set()
+        self.warm, self.hung_cold = set(), set()
         self.manifest = None
         self._spawn()
         if target is not None:
@@ -190,12 +191,17 @@ class Isolated:
             self._spawn()
             self.use(self.target)
         limit = limit_for(request, self.call_seconds)
-        if request.fn not in self.warm:
+        cold = request.fn not in self.warm and request.fn not in self.hung_cold
+        if cold:
             limit = max(limit, self.warmup_seconds)
         header, buffers, sent = decide.encode(request, self.target)
         try:
             reply, out = self._exchange(dict(header, verb="call"), buffers, limit,
                                         request.describe())
+        except ImplementationFailure as e:
+            if cold and e.verdict == HUNG:  # it hung through its warm-up: no second allowance
+                self.hung_cold.add(request.fn)
+            raise
         finally:
             self._note_output()
         self.warm.add(request.fn)

@@ -9,7 +9,6 @@ SIGTERM and SIGHUP, and interpreter exit, kill every live worker first.
 """
 
 import atexit
-import ctypes
 import os
 import signal
 import subprocess
@@ -192,6 +191,8 @@ def install():
     if _installed:
         return
     _installed = True
+    import ctypes
+
     try:  # Linux: processes the target orphans are re-parented to attnzoo, not to init
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     except (OSError, AttributeError):
@@ -212,6 +213,8 @@ def _on_signal(signum, frame):
 
 def die_with_parent():
     """In the worker: SIGKILL when attnzoo dies, even by SIGKILL (Linux only)."""
+    import ctypes
+
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):

@@ -19,7 +19,7 @@ import numpy as np
 
 PREFIX = struct.Struct(">IQ")
 MAX_HEADER = 1 << 24  # 16 MiB of JSON: far above any honest reply
-MAX_BODY = 1 << 30  # 1 GiB of array bytes
+MAX_BODY = 1 << 28  # 256 MiB of array bytes: the battery's answers are far smaller
 MAX_NDIM = 32
 
 # dtype name -> the little-endian NumPy dtype its bytes are read as; bfloat16 travels as its
@@ -40,9 +40,7 @@ def send(sock, header, buffers=()):
     buffers = [memoryview(b).cast("B") for b in buffers]
     head = json.dumps(dict(header, buffers=[len(b) for b in buffers])).encode()
     body = sum(len(b) for b in buffers)
-    sock.sendall(PREFIX.pack(len(head), body) + head)
-    for b in buffers:
-        sock.sendall(b)
+    sock.sendall(b"".join([PREFIX.pack(len(head), body), head, *buffers]))  # one write: one wake-up
 
 
 def read(sock, seconds=None):
@@ -54,8 +52,8 @@ def read(sock, seconds=None):
         raise Malformed(f"a frame of {hlen + blen} bytes, over the protocol's limit")
     try:
         header = json.loads(_exactly(sock, hlen, until).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise Malformed(f"a header that is not JSON ({e})") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise Malformed(f"a header that is not JSON ({type(e).__name__})") from None
     sizes = header.get("buffers") if isinstance(header, dict) else None
     if not isinstance(sizes, list) or not all(_count(s) for s in sizes) or sum(sizes) != blen:
         raise Malformed("a header whose buffer sizes do not add up")
