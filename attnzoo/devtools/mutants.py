@@ -18,7 +18,11 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from attnzoo.devtools import project
+from attnzoo.vocabulary import CAUGHT
+from detectors.kit.verdict import ERROR, NA, SURVIVED
+
+ROOT = project.find() or Path.cwd()  # the checkout: the command refuses to run without one
 # Which reference rows a mutant of each module can reach (sdpa inherits LessonTorch.softmax).
 REACHES = {
     "reference.lesson_numpy": ("numpy",),
@@ -113,7 +117,7 @@ def worker(work):
             found = [run(detector, matrix.subject_for(rows[b]), battery).verdict for b in reach]
             verdicts[detector.NAME] = _worst(found)
         if not name:
-            dirty = [d for d, v in verdicts.items() if v not in ("survived", "n/a")]
+            dirty = [d for d, v in verdicts.items() if v not in (SURVIVED, NA)]
             if dirty:
                 raise RuntimeError(f"the unmutated reference is flagged by {dirty}")
             continue
@@ -122,15 +126,15 @@ def worker(work):
 
 
 def _worst(verdicts):
-    for v in ("error", "killed", "nan", "crashed", "hung", "survived"):
+    for v in (ERROR, *CAUGHT, SURVIVED):
         if v in verdicts:
             return v
-    return "n/a"
+    return NA
 
 
 def analyse(cells, verdicts, detector_names, baseline_names):
     """Per detector: kills, kills no other detector makes, and who subsumes it."""
-    caught = ("killed", "nan", "crashed", "hung")
+    caught = CAUGHT
     kills = {d: {m for m, row in cells.items() if row[d] in caught}
              for d in detector_names + baseline_names}
     suite = detector_names
@@ -231,7 +235,7 @@ def heatmap(doc, path):
 
     from detectors import by_name
 
-    caught = ("killed", "nan", "crashed", "hung")
+    caught = CAUGHT
     cells, names = doc["cells"], doc["detectors"] + doc["baselines"]
     methods = sorted({method_of(m) for m in cells})
     members = {meth: [m for m in cells if method_of(m) == meth] for meth in methods}
