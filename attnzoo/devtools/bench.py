@@ -19,7 +19,9 @@ import time
 from datetime import date
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from attnzoo.devtools import project
+
+ROOT = project.find() or Path.cwd()  # the checkout: the command refuses to run without one
 PY = sys.executable
 TARGETS = ("reference/lesson_numpy.py", "torch.nn.functional:scaled_dot_product_attention")
 
