@@ -24,6 +24,9 @@ def add(sub, add_run_options):
     p.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     p.add_argument("--log", default="mutmut.log", metavar="PATH",
                    help="mutmut's own output (default mutmut.log)")
+    p.add_argument("--check", action="store_true",
+                   help="run nothing: exit 1 unless the --output file says every mutant is "
+                   "killed by a detector of today's suite")
     p.set_defaults(run=cmd_mutants)
 
     p = sub.add_parser("bench", help="time the test run, the matrix, check and every detector",
@@ -33,6 +36,9 @@ def add(sub, add_run_options):
     p.add_argument("--output", default="docs/benchmark.json", metavar="PATH")
     p.add_argument("--no-xdist-compare", action="store_true",
                    help="skip the serial-vs-parallel kill matrix comparison")
+    p.add_argument("--ratio", action="store_true",
+                   help="only the README's test command against the kill matrix, in turn: "
+                   "their walls and the ratio (writes nothing)")
     p.set_defaults(run=cmd_bench)
 
     p = sub.add_parser("gpu", help="PyTorch's SDPA kernels on CUDA: backend × dtype × detector",
@@ -62,6 +68,10 @@ def cmd_mutants(args):
     if args.jobs < 1:
         raise BadInput("--jobs must be at least 1")
     project.root("attnzoo mutants")
+    if args.check:
+        if not os.path.exists(args.output):
+            raise BadInput(f"no such file: {args.output}: run 'attnzoo mutants' first")
+        return mutants.check(args.output)
     return mutants.main_run(args.output, args.jobs, args.log)
 
 
@@ -75,7 +85,7 @@ def cmd_bench(args):
     if args.repeats < 1 or not scales or min(scales) < 1:
         raise BadInput("--repeats and --scales must be at least 1")
     project.root("attnzoo bench")
-    return bench.run(args.repeats, scales, args.output, not args.no_xdist_compare)
+    return bench.run(args.repeats, scales, args.output, not args.no_xdist_compare, args.ratio)
 
 
 def cmd_gpu(args):

@@ -192,6 +192,38 @@ def render(summary, analysis, cells, detector_names, baseline_names):
     return "\n".join(lines)
 
 
+def check(path):
+    """Without running mutmut: is every mutant of ``path`` killed by a detector there is today?
+
+    The file records each detector's verdict on each mutant. A mutant whose only killers have
+    left the suite survives now; a detector the file does not know has never met the mutants;
+    a run that did not kill every mutant is not done. Each problem is one line; exit 1 if any.
+    """
+    from detectors import all_detectors
+
+    doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    today = [d.NAME for d in all_detectors()]
+    problems = []
+    unknown = [d for d in today if d not in doc["detectors"]]
+    if unknown:
+        problems.append(f"{', '.join(unknown)} never ran against the mutants: rerun "
+                        "'attnzoo mutants'")
+    s = doc["mutmut"]
+    if s["killed"] != s["total"]:
+        problems.append(f"the last run killed {s['killed']} of {s['total']} mutants")
+    alive = sorted(m for m, row in doc["cells"].items()
+                   if not any(row.get(d) in CAUGHT for d in today))
+    for m in alive:
+        gone = [d for d in doc["detectors"] if d not in today and doc["cells"][m].get(d) in CAUGHT]
+        why = f" (only {', '.join(gone)} killed it)" if gone else ""
+        problems.append(f"{m} survives every detector of today's suite{why}")
+    for line in problems:
+        print(line)
+    print(f"{path}: {len(doc['cells'])} mutants, {len(doc['cells']) - len(alive)} killed by "
+          f"today's {len(today)} detectors" + ("" if problems else "; done"))
+    return 1 if problems else 0
+
+
 def main_run(output, jobs, log):
     from detectors import all_detectors, baseline_suites
 
