@@ -73,8 +73,8 @@ def committed():
 
 
 def report_with(cells_doc, seed=0):
-    config = SimpleNamespace(rootpath=REPO, getoption=lambda name: {"kill_matrix_seed": seed,
-                                                                     "kill_matrix_json": None}[name])
+    options = {"kill_matrix_seed": seed, "kill_matrix_json": None}
+    config = SimpleNamespace(rootpath=REPO, getoption=options.__getitem__)
     report = KillMatrixReport(config)
     for r in cells_doc["rows"]:
         for d, c in r["cells"].items():
