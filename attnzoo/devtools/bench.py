@@ -191,7 +191,8 @@ def render_ratio(r):
         lines.append(f"| {name}, CPU | {c['median']:.2f} s | {c['min']:.2f} s | "
                      f"{c['max']:.2f} s | {r[key]['runs']} |")
     lines += ["", f"test run / matrix, median walls: {r['test_run_over_matrix']:.2f}× "
-              "(target: 1.5× or less)"]
+              "(target: 1.5× or less); exit codes of the last runs: "
+              f"{r['pytest']['exit_code']} and {r['matrix']['exit_code']}"]
     return "\n".join(lines)
 
 
