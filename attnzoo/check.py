@@ -5,8 +5,6 @@ to run and returns the sections and the JSON document that ``attnzoo.report`` an
 line print. Bad input raises ``BadInput`` with one line naming what is wrong and what to do.
 """
 
-import math
-import os
 import time
 
 from attnzoo.catalogue import ROW_BACKENDS
@@ -30,17 +28,13 @@ def choose_detectors(only):
 
 
 def check_device(device):
-    """Refuse a device torch does not know, or a GPU this machine does not have."""
-    if device == "cpu":
-        return
-    import torch
+    """Refuse a device torch does not know, one this machine lacks, or one that holds no data."""
+    from attnzoo.sandbox import options
 
     try:
-        parsed = torch.device(device)
-    except (RuntimeError, ValueError):
-        raise BadInput(f"unknown --device {device!r}: use cpu, cuda or cuda:N") from None
-    if parsed.type == "cuda" and not torch.cuda.is_available():
-        raise BadInput(f"--device {device}: no CUDA device on this machine; use --device cpu")
+        options.check_device(device)
+    except options.BadOption as e:
+        raise BadInput(str(e)) from None
 
 
 def check_seed(seed):
@@ -50,17 +44,14 @@ def check_seed(seed):
 
 def precheck(locator):
     """Catch what needs no import: an empty string, a missing file, a malformed locator."""
-    from attnzoo.sandbox.target import BadTarget, _split
+    from attnzoo.sandbox.target import BadTarget, _split, check_file, is_file
 
     try:
         path, _, _ = _split(locator)
+        if is_file(path):
+            check_file(path)
     except BadTarget as e:
         raise BadInput(str(e)) from None
-    looks_like_file = path.endswith(".py") or os.sep in path
-    if looks_like_file and not os.path.exists(path):
-        raise BadInput(f"no such file: {path}: check the path")
-    if looks_like_file and not path.endswith(".py"):
-        raise BadInput(f"{path} is not a .py file: point at a Python module")
 
 
 def targets(executor, locator, backend, **declared):
@@ -82,52 +73,80 @@ def targets(executor, locator, backend, **declared):
 
 
 def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment="top-left",
-              device="cpu", dtype="float64", seed=0, timeout=10.0, only=None):
+              device="cpu", dtype="float64", seed=0, timeout=None, import_timeout=30.0,
+              warmup=None, deadline=None, only=None):
     """Run the chosen detectors on every implementation the locator names.
 
     Returns (sections, detectors by name, the JSON document, the exit code); a section has
-    target, findings and summary.
+    target, findings, the detectors the deadline left unrun, and summary. A run cut short by
+    ``deadline`` with nothing flagged exits 2: a partial report is never "conformant".
     """
+    from types import SimpleNamespace
+
     from attnzoo.report import SCHEMA, describe_target, exit_code, summarise
     from attnzoo.runner import run
-    from attnzoo.sandbox.executor import Isolated
+    from attnzoo.sandbox import options, session
+    from attnzoo.sandbox.executor import DeadlineReached
     from attnzoo.sandbox.target import BadTarget
     from detectors.kit.battery import Battery
     from detectors.kit.subject import Subject
 
     chosen = choose_detectors(only)
-    if not math.isfinite(timeout) or timeout <= 0:
-        raise BadInput(f"--timeout must be a positive number of seconds, not {timeout}")
     check_seed(seed)
-    check_device(device)
+    opts = SimpleNamespace(timeout=timeout, import_timeout=import_timeout, warmup=warmup,
+                           deadline=deadline, device=device)
+    try:
+        options.validate(opts)
+    except options.BadOption as e:
+        raise BadInput(str(e)) from None
     precheck(locator)
     battery = Battery(seed)
     start = time.perf_counter()
-    executor = Isolated(call_seconds=timeout)
-    sections = []
+    progress = session.Progress()
+    executor = session.executor(opts, progress)
+    sections, not_run = [], []
     try:
-        for target in targets(executor, locator, backend, mask_convention=mask_convention,
-                              causal_alignment=causal_alignment, device=device):
-            executor.use(target)
-            subject = Subject(target, executor, dtype)
-            findings = [run(d, subject, battery) for d in chosen]
-            sections.append({"target": describe_target(target, dtype, seed),
-                             "findings": findings, "summary": summarise(findings)})
-    except BadTarget as e:
+        found = targets(executor, locator, backend, mask_convention=mask_convention,
+                        causal_alignment=causal_alignment, device=device)
+        options.check_targets(found, dtype)
+        for n, target in enumerate(found):
+            if not not_run:
+                try:
+                    executor.use(target)
+                except DeadlineReached:
+                    pass
+                else:
+                    subject = Subject(target, executor, dtype)
+                    findings, skipped = session.run_all(chosen, subject, battery, run, progress,
+                                                        n * len(chosen), len(found) * len(chosen))
+                    not_run += [(target, name) for name in skipped]
+                    sections.append({"target": describe_target(target, dtype, seed),
+                                     "findings": findings, "not_run": skipped,
+                                     "summary": summarise(findings, skipped)})
+                    continue
+            not_run += [(target, d.NAME) for d in chosen]
+    except DeadlineReached:
+        raise BadInput(f"the --deadline of {deadline:g} s passed while loading {locator}: "
+                       "raise --deadline or --import-timeout") from None
+    except (BadTarget, options.BadOption) as e:
         raise BadInput(str(e)) from None
     finally:
+        progress.done()
         executor.close()
     code = exit_code(sections)
+    if not_run and code == 0:
+        code = 2
     document = {
         "schema": SCHEMA,
         "command": "check",
         "target": locator,
         "implementations": [
             {"target": s["target"], "summary": s["summary"],
-             "findings": [f.to_json() for f in s["findings"]]}
+             "findings": [f.to_json() for f in s["findings"]], "not_run": s["not_run"]}
             for s in sections
         ],
-        "summary": summarise([f for s in sections for f in s["findings"]]),
+        "summary": summarise([f for s in sections for f in s["findings"]],
+                             [name for _, name in not_run]),
         "seconds": round(time.perf_counter() - start, 3),
         "exit_code": code,
     }
