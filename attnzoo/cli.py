@@ -73,6 +73,10 @@ def build_parser():
     p.add_argument("-v", "--verbose", action="store_true", help="also say why detectors are n/a")
     p.set_defaults(run=cmd_check)
 
+    from attnzoo.grade import command as grade
+
+    grade.add_parser(sub).set_defaults(run=cmd_grade)
+
     p = sub.add_parser("list", help="the catalogue: id, category, symptom, backends")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_list)
@@ -262,6 +266,15 @@ def _targets(executor, args):
         raise UsageError(f"{args.target} is a callable: SDPA-style callables take torch tensors; "
                          "drop --backend numpy")
     return [Target(args.target, args.target, "sdpa", "torch", **declared)]
+
+
+def cmd_grade(args):
+    from attnzoo.grade import command as grade
+
+    try:
+        return grade.main(args)
+    except grade.BadInput as e:
+        raise UsageError(str(e)) from None
 
 
 # -- the catalogue ---------------------------------------------------------------------------
