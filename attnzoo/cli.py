@@ -445,12 +445,12 @@ def cmd_detectors(args):
 
 
 def cmd_docs(args):
-    from attnzoo.devtools import docs
+    from attnzoo.devtools import docs, grade_page
 
     if args.check:
         if args.from_json:
             raise UsageError("--check reads docs/kill-matrix.json; drop --from-json")
-        stale = docs.stale()
+        stale = docs.stale() + grade_page.stale()
         for path, why in stale:
             print(f"stale: {path}: {why}")
         print("docs are up to date" if not stale else
@@ -463,13 +463,15 @@ def cmd_docs(args):
         data = docs.normalise(docs.load(args.from_json))
         for problem in docs.coverage(data):
             print(f"warning: {args.from_json}: {problem}", file=sys.stderr)
-        written = docs.write(data)
+        written = docs.write(data) + grade_page.write()
     else:
         start = time.perf_counter()
         data = docs.run_matrix(0, progress=lambda row: print(f"  {row.label}", file=sys.stderr,
                                                               flush=True))
         print(f"kill matrix: {time.perf_counter() - start:.0f} s", file=sys.stderr)
         written = docs.write(data)
+        written += grade_page.write(grade_page.run_grade(
+            progress=lambda row: print(f"  grade: {row.label}", file=sys.stderr, flush=True)))
     for path in written:
         print(f"wrote {path}")
     return 0

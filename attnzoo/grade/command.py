@@ -29,7 +29,8 @@ def main(args):
     if args.progress:
         progress = lambda row: print(f"  {row.label}", file=sys.stderr, flush=True)  # noqa: E731
     try:
-        doc = model.grade(Suite(args.path), args.backend, args.jobs, args.timeout, progress)
+        doc = model.grade(Suite(args.path), args.backend, args.jobs, args.timeout, progress,
+                          shown_as=args.path)
     except SuiteError as e:
         raise BadInput(str(e)) from None
     code = model.exit_code(doc, args.min_caught)

@@ -39,8 +39,13 @@ def cell(row, outcome):
     return "hit" if outcome.assertion else "crash"
 
 
-def grade(suite, backend="numpy", jobs=2, test_seconds=runner.TEST_SECONDS, progress=None):
-    """Collect the suite, run it on every row in a pool of processes; the grade as a dict."""
+def grade(suite, backend="numpy", jobs=2, test_seconds=runner.TEST_SECONDS, progress=None,
+          select=None, shown_as=None):
+    """Collect the suite, run it on every row in a pool of processes; the grade as a dict.
+
+    ``select`` keeps only the rows it accepts (tests grade against a few); ``shown_as`` is the
+    path as the user wrote it, for the report.
+    """
     collected = runner.collect(suite)
     tests = {t: f for t, f in collected.items() if f}
     if not tests:
@@ -49,7 +54,7 @@ def grade(suite, backend="numpy", jobs=2, test_seconds=runner.TEST_SECONDS, prog
             + (f" ({len(collected)} tests collected)" if collected else "")
             + ": take the implementation under test as a fixture argument")
     contracts = sorted({"sdpa" if "sdpa" in f else "lesson" for f in tests.values()})
-    rows = implementations(contracts, backend)
+    rows = [r for r in implementations(contracts, backend) if select is None or select(r)]
 
     def one(row):
         spec = {"locator": row.locator, "contract": "sdpa" if row.backend == "sdpa" else "lesson",
@@ -61,10 +66,10 @@ def grade(suite, backend="numpy", jobs=2, test_seconds=runner.TEST_SECONDS, prog
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         results = list(pool.map(one, rows))
-    return build(suite, backend, tests, results)
+    return build(shown_as or str(suite.path), backend, tests, results)
 
 
-def build(suite, backend, tests, results):
+def build(path, backend, tests, results):
     """The grade document from the outcomes of every (row, test)."""
     import zoo
 
@@ -104,7 +109,7 @@ def build(suite, backend, tests, results):
     return {
         "schema": SCHEMA,
         "command": "grade",
-        "path": str(suite.path),
+        "path": path,
         "backend": backend,
         "contracts": sorted({"sdpa" if r["backend"] == "sdpa" else "lesson" for r in doc_rows}),
         "glyphs": {k: {"symbol": s, "meaning": m} for k, (s, m) in GLYPHS.items()},
@@ -131,11 +136,26 @@ def hide(doc):
             b = dict(b, id=alias[b["id"]],
                      rows=[f"{alias[b['id']]}-{r.rsplit('-', 1)[1]}" for r in b["rows"]])
         out["bugs"].append(b)
+    hidden = []
     for r in doc["rows"]:
         if r["id"] in alias:
-            r = dict(r, id=alias[r["id"]], row=f"{alias[r['id']]}-{r['backend']}")
-        out["rows"].append(r)
+            hidden.append(dict(r, id=alias[r["id"]], row=f"{alias[r['id']]}-{r['backend']}"))
+        else:
+            out["rows"].append(r)
+    for r in hidden:  # at the end of their category: the sort order must not hint at the name
+        last = max((i for i, o in enumerate(out["rows"])
+                    if o["kind"] == "bug" and o["category"] == r["category"]), default=None)
+        if last is None:
+            last = max(i for i, o in enumerate(out["rows"]) if o["kind"] != "decoy"
+                       and (o["kind"] == "reference" or o["category"] in _before(r, doc)))
+        out["rows"].insert(last + 1, r)
     return out
+
+
+def _before(row, doc):
+    """The categories that come before this row's in the document."""
+    order = list(dict.fromkeys(r["category"] for r in doc["rows"] if r["kind"] == "bug"))
+    return order[:order.index(row["category"]) + 1]
 
 
 def exit_code(doc, min_caught=0):
