@@ -70,6 +70,9 @@ def build_parser():
     p.add_argument("--only", action="append", metavar="DETECTOR",
                    help="run only this detector (repeatable)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--expect", metavar="FILE",
+                   help="expectations file (TOML) of known failures: expected ones do not fail "
+                   "the run, one that passes does")
     p.add_argument("-v", "--verbose", action="store_true", help="also say why detectors are n/a")
     p.set_defaults(run=cmd_check)
 
@@ -177,6 +180,7 @@ def cmd_check(args):
         raise UsageError(f"--seed must be 0 or more, not {args.seed}")
     _check_device(args.device)
     _precheck(args.target)
+    expected = _expectations(args.expect)
     battery = Battery(args.seed)
     start = time.perf_counter()
     executor = Isolated(call_seconds=args.timeout)
@@ -194,6 +198,11 @@ def cmd_check(args):
     finally:
         executor.close()
     code = exit_code(sections)
+    if expected is not None:
+        from attnzoo import expectations
+
+        lines, entries, unexpected = expectations.report(sections, expected, args.expect)
+        code = 1 if unexpected else (3 if code == 3 else 0)
     if args.json:
         doc = {
             "schema": SCHEMA,
@@ -208,11 +217,29 @@ def cmd_check(args):
             "seconds": round(time.perf_counter() - start, 3),
             "exit_code": code,
         }
+        if expected is not None:
+            doc["expectations"] = {"file": args.expect, "entries": entries}
         print(json.dumps(doc, indent=1, ensure_ascii=False))
     else:
         names = {d.NAME: d for d in chosen}
         print("\n\n".join(text(s, names, args.verbose) for s in sections))
+        if expected is not None:
+            print(f"expectations from {args.expect}:")
+            print("\n".join("  " + ln for ln in lines) or "  none of them applies here")
     return code
+
+
+def _expectations(path):
+    """The expectations file's entries, or None when no file is given; bad files exit 2."""
+    if path is None:
+        return None
+    from attnzoo import expectations
+    from detectors import by_name
+
+    try:
+        return expectations.load(path, by_name())
+    except expectations.ExpectationsError as e:
+        raise UsageError(str(e)) from None
 
 
 def _check_device(device):
