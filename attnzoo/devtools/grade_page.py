@@ -34,7 +34,10 @@ def compact(doc):
     """The grade without pytest's failure text of bug rows (paths, line numbers)."""
     rows = [dict(r, cells={t: {k: c[k] for k in ("cell", "outcome", "exception")}
                            for t, c in r["cells"].items()}) for r in doc["rows"]]
-    return dict(doc, rows=rows)
+    out = dict(doc, rows=rows)
+    for key in ("min_caught", "exit_code"):  # the command line's, not the grade's
+        out.pop(key, None)
+    return out
 
 
 def differences(doc, matrix):
