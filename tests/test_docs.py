@@ -192,7 +192,7 @@ def test_completion_command_works(block, tmp_path):
             script = script.replace(name, thing)
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     done = subprocess.run(["bash", "-c", "set -e -o pipefail\n" + script], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=180)
+                          capture_output=True, text=True, timeout=600)
     assert done.returncode == status, (
         f"expected exit {status}, got {done.returncode} from:\n{script}\n"
         f"--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}")
