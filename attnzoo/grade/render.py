@@ -4,6 +4,8 @@ Everything here reads the grade document of :mod:`attnzoo.grade.model` (already 
 ``model.hide`` unless ``--reveal``), so the text and ``--json`` never disagree.
 """
 
+import textwrap
+
 from attnzoo.grade.model import GLYPHS
 
 TEXT_LINES = 25  # lines of pytest's failure text shown per false alarm
@@ -83,7 +85,7 @@ def matrix_lines(doc, tests, name):
 
 
 def test_lines(doc, tests, name):
-    out = ["what each test catches (bugs; those no other test catches)"]
+    out = ["what each test catches: the bugs no other test catches (alone), and the others"]
     width = max(len(name[t]) for t in tests)
     hidden = {b["id"] for b in doc["bugs"] if not b["caught"]}
     for i, t in enumerate(tests):
@@ -93,8 +95,13 @@ def test_lines(doc, tests, name):
         if info["false_alarms"]:
             line += f", {info['false_alarms']} FALSE ALARMS"
         out.append(line)
+        others = [b for b in caught if b not in info["only"]]
         if info["only"]:
-            out.append(f"       only it: {', '.join(info['only'])}")
+            out += textwrap.wrap(", ".join(info["only"]), 96, initial_indent="       alone: ",
+                                 subsequent_indent=" " * 14, break_on_hyphens=False)
+        if others:
+            out += textwrap.wrap(", ".join(others), 96, initial_indent="       also:  ",
+                                 subsequent_indent=" " * 14, break_on_hyphens=False)
     return out + [""]
 
 
