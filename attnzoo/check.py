@@ -54,6 +54,19 @@ def precheck(locator):
         raise BadInput(str(e)) from None
 
 
+def load_expectations(path):
+    """The expectations file's entries, or None when no file is given; a bad file is BadInput."""
+    if path is None:
+        return None
+    from attnzoo import expectations
+    from detectors import by_name
+
+    try:
+        return expectations.load(path, by_name())
+    except expectations.ExpectationsError as e:
+        raise BadInput(str(e)) from None
+
+
 def targets(executor, locator, backend, **declared):
     """The implementations a locator names, with the conventions the user declared."""
     from attnzoo.sandbox.target import Target
@@ -74,12 +87,14 @@ def targets(executor, locator, backend, **declared):
 
 def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment="top-left",
               device="cpu", dtype="float64", seed=0, timeout=None, import_timeout=30.0,
-              warmup=None, deadline=None, only=None):
+              warmup=None, deadline=None, only=None, expect=None):
     """Run the chosen detectors on every implementation the locator names.
 
     Returns (sections, detectors by name, the JSON document, the exit code); a section has
     target, findings, the detectors the deadline left unrun, and summary. A run cut short by
-    ``deadline`` with nothing flagged exits 2: a partial report is never "conformant".
+    ``deadline`` with nothing flagged exits 2: a partial report is never "conformant". With
+    ``expect`` (an expectations file), expected failures do not fail the run and an expected
+    failure that did not happen does.
     """
     from types import SimpleNamespace
 
@@ -100,6 +115,7 @@ def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment
     except options.BadOption as e:
         raise BadInput(str(e)) from None
     precheck(locator)
+    expected = load_expectations(expect)
     battery = Battery(seed)
     start = time.perf_counter()
     progress = session.Progress()
@@ -134,6 +150,11 @@ def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment
         progress.done()
         executor.close()
     code = exit_code(sections)
+    if expected is not None:
+        from attnzoo import expectations
+
+        lines, entries, unexpected = expectations.report(sections, expected, expect)
+        code = 1 if unexpected else (3 if code == 3 else 0)
     if not_run and code == 0:
         code = 2
     document = {
@@ -150,4 +171,6 @@ def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment
         "seconds": round(time.perf_counter() - start, 3),
         "exit_code": code,
     }
+    if expected is not None:
+        document["expectations"] = {"file": expect, "entries": entries, "lines": lines}
     return sections, {d.NAME: d for d in chosen}, document, code

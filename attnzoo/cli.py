@@ -91,8 +91,15 @@ def build_parser():
     p.add_argument("--only", action="append", metavar="DETECTOR",
                    help="run only this detector (repeatable)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--expect", metavar="FILE",
+                   help="expectations file (TOML) of known failures: expected ones do not fail "
+                   "the run, one that passes does")
     p.add_argument("-v", "--verbose", action="store_true", help="also say why detectors are n/a")
     p.set_defaults(run=cmd_check)
+
+    from attnzoo.grade import command as grade
+
+    grade.add_parser(sub).set_defaults(run=cmd_grade)
 
     p = sub.add_parser("list", help="the catalogue: id, category, symptom, backends")
     p.add_argument("--json", action="store_true")
@@ -138,7 +145,7 @@ def cmd_check(args):
         args.target, backend=args.backend, mask_convention=args.mask_convention,
         causal_alignment=args.causal_alignment, device=args.device, dtype=args.dtype,
         seed=args.seed, timeout=args.timeout, import_timeout=args.import_timeout,
-        warmup=args.warmup, deadline=args.deadline, only=args.only)
+        warmup=args.warmup, deadline=args.deadline, only=args.only, expect=args.expect)
     unrun = {name for s in sections for name in s["not_run"]}
     if document["summary"]["not_run"] > len([n for s in sections for n in s["not_run"]]):
         unrun |= set(detectors)  # whole implementations the deadline left unloaded
@@ -151,7 +158,20 @@ def cmd_check(args):
         print(json.dumps(document, indent=1, ensure_ascii=False))
     else:
         print("\n\n".join(text(s, detectors, args.verbose) for s in sections))
+        if args.expect is not None:
+            lines = document["expectations"]["lines"]
+            print(f"expectations from {args.expect}:")
+            print("\n".join("  " + ln for ln in lines) or "  none of them applies here")
     return code
+
+
+def cmd_grade(args):
+    from attnzoo.grade import command as grade
+
+    try:
+        return grade.main(args)
+    except grade.BadInput as e:
+        raise UsageError(str(e)) from None
 
 
 # -- the catalogue -----------------------------------------------------------------------------

@@ -97,13 +97,13 @@ def cmd_gpu(args):
 
 
 def cmd_docs(args):
-    from attnzoo.devtools import docs, project
+    from attnzoo.devtools import docs, grade_page, project
 
     root = project.root("attnzoo docs")
     if args.check:
         if args.from_json:
             raise BadInput("--check reads docs/kill-matrix.json; drop --from-json")
-        stale = docs.stale(root)
+        stale = docs.stale(root) + grade_page.stale(root)
         for path, why in stale:
             print(f"stale: {path}: {why}")
         print("docs are up to date" if not stale else
@@ -121,6 +121,13 @@ def cmd_docs(args):
         data = docs.run_matrix(0, progress=lambda row: print(f"  {row.label}", file=sys.stderr,
                                                               flush=True))
         print(f"kill matrix: {time.perf_counter() - start:.0f} s", file=sys.stderr)
-    for path in docs.write(data, root):
+    written = docs.write(data, root)
+    if args.from_json:
+        written += grade_page.write(root=root)
+    else:
+        written += grade_page.write(grade_page.run_grade(
+            progress=lambda row: print(f"  grade: {row.label}", file=sys.stderr, flush=True)),
+            root=root)
+    for path in written:
         print(f"wrote {path}")
     return 0
