@@ -12,6 +12,7 @@ import sys
 import time
 
 EXIT_USAGE = 2
+DEPTHS = ("quick", "standard", "deep")  # the battery's tiers (detectors/kit/battery.py)
 
 
 class UsageError(Exception):
@@ -65,6 +66,9 @@ def build_parser():
     p.add_argument("--dtype", choices=("float64", "float32", "float16", "bfloat16"),
                    default="float64", help="dtype of every call (default float64)")
     p.add_argument("--seed", type=int, default=0, help="seed of the case battery (default 0)")
+    p.add_argument("--depth", choices=DEPTHS, default="standard",
+                   help="battery tier: quick (the kill matrix's), standard (default: plus "
+                   "realistic sizes past a tile), deep (a sampled sweep up to 1024 tokens)")
     p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                    help="time limit per call (default 10)")
     p.add_argument("--only", action="append", metavar="DETECTOR",
@@ -88,6 +92,9 @@ def build_parser():
     p.add_argument("--seeds", type=int, metavar="N",
                    help="run seeds 0..N-1 and report every cell whose verdict depends on the seed")
     p.add_argument("--repeat", type=int, default=1, help="draw the battery N times (cost scales)")
+    p.add_argument("--depth", choices=DEPTHS, default="quick",
+                   help="battery tier (default quick); a bug whose page names a deeper tier is "
+                   "expected to survive a shallower one")
     p.add_argument("--only", action="append", metavar="ID", help="only rows of this entry")
     p.add_argument("--output", metavar="PATH", help="write there instead of stdout")
     p.add_argument("--device", default="cpu", help="torch device for torch rows (default cpu)")
@@ -127,6 +134,7 @@ def build_parser():
     p.add_argument("--device", default="cuda", help="cuda (default) or cpu")
     p.add_argument("--output", default="gpu-conformance.json", metavar="PATH")
     p.add_argument("--markdown", metavar="PATH", help="also write the table as markdown")
+    p.add_argument("--depth", choices=DEPTHS, default="quick", help="battery tier (default quick)")
     p.set_defaults(run=cmd_gpu)
 
     p = sub.add_parser("detectors", help="the detectors, their oracle kind and property")
@@ -173,7 +181,7 @@ def cmd_check(args):
         raise UsageError(f"--seed must be 0 or more, not {args.seed}")
     _check_device(args.device)
     _precheck(args.target)
-    battery = Battery(args.seed)
+    battery = Battery(args.seed, depth=args.depth)
     start = time.perf_counter()
     executor = Isolated(call_seconds=args.timeout)
     sections = []
@@ -195,6 +203,7 @@ def cmd_check(args):
             "schema": SCHEMA,
             "command": "check",
             "target": args.target,
+            "depth": args.depth,
             "implementations": [
                 {"target": s["target"], "summary": s["summary"],
                  "findings": [f.to_json() for f in s["findings"]]}
@@ -317,7 +326,8 @@ def cmd_show(args):
         print(f"technique: {meta.technique}\nwhy it is correct: {meta.why_correct}")
     print()
     print(entry_diff(entry))
-    m = matrix.evaluate(seed=args.seed, select=lambda r: r.id == meta.id)
+    depth = getattr(meta, "depth", "quick")  # a bug is shown at the tier where it shows
+    m = matrix.evaluate(seed=args.seed, select=lambda r: r.id == meta.id, depth=depth)
     print()
     for row in m.rows:
         caught = m.caught_by(row, m.detectors)
@@ -352,9 +362,9 @@ def cmd_matrix(args):
     select = (lambda r: r.id in only) if only else None
     _check_device(args.device)
     if args.seeds:
-        return seed_sweep(args.seeds, args.repeat, select)
+        return seed_sweep(args.seeds, args.repeat, select, args.depth)
     m = matrix.evaluate(args.seed, args.repeat, select=select, device=args.device,
-                        dtype=args.dtype)
+                        dtype=args.dtype, depth=args.depth)
     if args.format == "json":
         out = matrix.dumps(m)
     elif args.format == "markdown":
@@ -369,7 +379,7 @@ def cmd_matrix(args):
     return 1 if m.failures() else 0
 
 
-def seed_sweep(n, repeat, select):
+def seed_sweep(n, repeat, select, depth="quick"):
     """Verdicts must not depend on the seed: list the cells that do."""
     from attnzoo.matrix import model as matrix
 
@@ -378,7 +388,7 @@ def seed_sweep(n, repeat, select):
     runs = []
     for seed in range(n):
         start = time.perf_counter()
-        m = matrix.evaluate(seed, repeat, select=select)
+        m = matrix.evaluate(seed, repeat, select=select, depth=depth)
         runs.append({key: m.kind(row, key[1]) for row in m.rows
                      for key in [(row.label, d) for d in m.detectors + m.baselines]})
         print(f"seed {seed}: {len(m.failures())} failing cells, "
@@ -414,7 +424,7 @@ def cmd_bench(args):
 def cmd_gpu(args):
     from attnzoo.devtools import gpu
 
-    return gpu.run(args.device, args.output, args.markdown)
+    return gpu.run(args.device, args.output, args.markdown, args.depth)
 
 
 def cmd_detectors(args):
