@@ -112,8 +112,9 @@ def rounding_error(call, dtype, what):
             keep = keep & np.tril(np.ones(keep.shape[-2:], dtype=bool))
         bias = call.bias
     worst = 0.0
+    raw = q @ np.swapaxes(k, -1, -2)  # (..., L, S), once for both roundings of the scale
     for off in (1 - EPS[dtype], 1 + EPS[dtype]):
-        scores = _round(q @ np.swapaxes(k, -1, -2) * (factor * off), dtype)  # (..., L, S)
+        scores = _round(raw * (factor * off), dtype)  # (..., L, S)
         if bias is not None:
             scores = _round(scores + bias, dtype)
         w = _softmax(np.where(keep & ~np.isneginf(scores), scores, -np.inf))
