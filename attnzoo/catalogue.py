@@ -79,10 +79,11 @@ def source_path(entry):
     return entry.path.relative_to(entry.path.parents[1 if entry.is_bug else 2]).as_posix()
 
 
-def show(entry, seed=0, device="cpu", dtype="float64"):
+def show(entry, seed=0, device="cpu", dtype="float64", depth=None):
     """``attnzoo show``: metadata, the diff against the reference, and a fresh evaluation.
 
     Returns (text, failing): ``failing`` when a cell of the entry's rows fails the matrix.
+    The evaluation runs at ``depth``, by default the tier at which the entry shows.
     """
     from attnzoo.diff import entry_diff
     from attnzoo.matrix import model
@@ -100,8 +101,9 @@ def show(entry, seed=0, device="cpu", dtype="float64"):
     else:
         lines.append(f"technique: {meta.technique}\nwhy it is correct: {meta.why_correct}")
     lines += ["", entry_diff(entry)]
+    depth = depth or getattr(meta, "depth", "quick")
     m = model.evaluate(seed=seed, select=lambda r: r.id == meta.id, device=device,
-                       dtype=dtype)
+                       dtype=dtype, depth=depth)
     lines.append("")
     for row in m.rows:
         caught = m.caught_by(row, m.detectors)

@@ -87,7 +87,7 @@ def targets(executor, locator, backend, **declared):
 
 def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment="top-left",
               device="cpu", dtype="float64", seed=0, timeout=None, import_timeout=30.0,
-              warmup=None, deadline=None, only=None, expect=None):
+              warmup=None, deadline=None, only=None, expect=None, depth="standard"):
     """Run the chosen detectors on every implementation the locator names.
 
     Returns (sections, detectors by name, the JSON document, the exit code); a section has
@@ -116,7 +116,7 @@ def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment
         raise BadInput(str(e)) from None
     precheck(locator)
     expected = load_expectations(expect)
-    battery = Battery(seed)
+    battery = Battery(seed, depth=depth)
     start = time.perf_counter()
     progress = session.Progress()
     executor = session.executor(opts, progress)
@@ -161,6 +161,7 @@ def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment
         "schema": SCHEMA,
         "command": "check",
         "target": locator,
+        "depth": depth,
         "implementations": [
             {"target": s["target"], "summary": s["summary"],
              "findings": [f.to_json() for f in s["findings"]], "not_run": s["not_run"]}

@@ -17,6 +17,7 @@ from attnzoo.sandbox import options as sandbox_options
 
 EXIT_USAGE = 2
 DTYPES = ("float64", "float32", "float16", "bfloat16")
+DEPTHS = ("quick", "standard", "deep")  # the battery's tiers (detectors/kit/battery.py)
 
 
 class UsageError(BadInput):
@@ -55,8 +56,9 @@ def main(argv=None):
         return 3
 
 
-def add_run_options(p, device="cpu", dtype=True, seed=True):
-    """--device, --dtype and --seed: the same words for every command that runs detectors."""
+def add_run_options(p, device="cpu", dtype=True, seed=True, depth=None):
+    """--device, --dtype, --seed and --depth: the same words for every command that runs
+    detectors (``depth`` is that command's default tier, or None for no --depth)."""
     p.add_argument("--device", default=device,
                    help=f"torch device of the torch calls: cpu, cuda, cuda:N (default {device})")
     if dtype:
@@ -64,6 +66,12 @@ def add_run_options(p, device="cpu", dtype=True, seed=True):
                        help="dtype of every call (default float64)")
     if seed:
         p.add_argument("--seed", type=int, default=0, help="seed of the case battery (default 0)")
+    if depth:
+        shown = "the tier the entry shows at" if depth == "entry" else depth
+        p.add_argument("--depth", choices=DEPTHS, default=depth,
+                       help=f"battery tier (default {shown}): quick (the kill matrix's cases), "
+                       "standard (plus realistic sizes past a tile), deep (a sampled sweep up to "
+                       "1024 tokens); a bug whose page names a deeper tier survives a shallower one")
 
 
 def build_parser():
@@ -84,7 +92,7 @@ def build_parser():
                    help="bool mask: keep = True may attend (default); drop = True is masked")
     p.add_argument("--causal-alignment", choices=("top-left", "bottom-right"),
                    default="top-left", help="how is_causal aligns when L != S (default top-left)")
-    add_run_options(p)
+    add_run_options(p, depth="standard")
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help="time limit per call (default 10)")
     sandbox_options.add_arguments(p)
@@ -107,12 +115,12 @@ def build_parser():
 
     p = sub.add_parser("show", help="one entry: metadata, lesson, diff, who catches it")
     p.add_argument("id")
-    add_run_options(p)
+    add_run_options(p, depth="entry")
     p.set_defaults(run=cmd_show)
 
     p = sub.add_parser("matrix", help="the kill matrix, without pytest")
     p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
-    add_run_options(p)
+    add_run_options(p, depth="quick")
     p.add_argument("--seeds", type=int, metavar="N",
                    help="run seeds 0..N-1 and report every cell whose verdict depends on the seed")
     p.add_argument("--repeat", type=int, default=1, help="draw the battery N times (cost scales)")
@@ -145,7 +153,8 @@ def cmd_check(args):
         args.target, backend=args.backend, mask_convention=args.mask_convention,
         causal_alignment=args.causal_alignment, device=args.device, dtype=args.dtype,
         seed=args.seed, timeout=args.timeout, import_timeout=args.import_timeout,
-        warmup=args.warmup, deadline=args.deadline, only=args.only, expect=args.expect)
+        warmup=args.warmup, deadline=args.deadline, only=args.only, expect=args.expect,
+        depth=args.depth)
     unrun = {name for s in sections for name in s["not_run"]}
     if document["summary"]["not_run"] > len([n for s in sections for n in s["not_run"]]):
         unrun |= set(detectors)  # whole implementations the deadline left unloaded
@@ -197,7 +206,8 @@ def cmd_show(args):
         raise UsageError(f"no zoo entry {args.id!r}: see 'attnzoo list'") from None
     check_seed(args.seed)
     check_device(args.device)
-    text, failing = catalogue.show(entry, args.seed, args.device, args.dtype)
+    depth = getattr(entry.meta, "depth", "quick") if args.depth == "entry" else args.depth
+    text, failing = catalogue.show(entry, args.seed, args.device, args.dtype, depth)
     print(text)
     return 1 if failing else 0
 
@@ -221,7 +231,7 @@ def cmd_matrix(args):
     if args.seeds is not None:
         return seed_sweep(args, select)
     m = model.evaluate(args.seed, args.repeat, select=select, device=args.device,
-                       dtype=args.dtype)
+                       dtype=args.dtype, depth=args.depth)
     out = model.dumps(m) if args.format == "json" else render.FORMATS[args.format](m)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
@@ -241,7 +251,7 @@ def seed_sweep(args, select):
     for seed in range(args.seeds):
         start = time.perf_counter()
         m = model.evaluate(seed, args.repeat, select=select, device=args.device,
-                           dtype=args.dtype)
+                           dtype=args.dtype, depth=args.depth)
         runs.append(model.kinds(m))
         print(f"seed {seed}: {len(m.failures())} failing cells, "
               f"{time.perf_counter() - start:.1f} s", flush=True)

@@ -1,13 +1,20 @@
-"""The buggy lines of a zoo entry as a unified diff against the reference method it replaces."""
+"""The buggy lines of a zoo entry as a unified diff against the correct method it replaces.
+
+The base is the nearest correct class the entry derives from: a reference class, or a decoy
+(a correct tiled or split-KV kernel that the entry breaks in one method).
+"""
 
 import difflib
 import inspect
 import textwrap
 
 
+CORRECT_MODULES = ("reference.", "zoo.decoys.")
+
+
 def _reference_base(cls):
     for base in cls.__mro__[1:]:
-        if base.__module__.startswith("reference."):
+        if base.__module__.startswith(CORRECT_MODULES):
             return base
     return None
 

@@ -37,7 +37,9 @@ class ScaledDotProductAttention(LessonTorch):
 
     def scores(self, query, key, scale):
         factor = 1 / math.sqrt(query.shape[-1]) if scale is None else scale  # 1/√E by default
-        return query @ key.transpose(-2, -1) * factor  # (N, ..., H, L, S)
+        # scale before the product, as torch's math backend does: in float16 a raw q·k past
+        # 65504 is inf before a scale after it could bring it back
+        return (query * factor) @ key.transpose(-2, -1)  # (N, ..., H, L, S)
 
     def weights(self, scores, dropout_p):
         weights = self.softmax(scores)  # rows sum to 1, empty rows are 0

@@ -5,4 +5,5 @@ from detectors.kit.battery import Battery
 
 @pytest.fixture(scope="session")
 def battery(request):
-    return Battery(request.config.getoption("kill_matrix_seed"))
+    config = request.config
+    return Battery(config.getoption("kill_matrix_seed"), depth=config.getoption("kill_matrix_depth"))

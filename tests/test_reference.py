@@ -127,3 +127,21 @@ def test_scale_is_one_over_sqrt_dk():
     # seed 003: «делим на √2 ≈ 1.414» — the scores of the worked example
     scores = lessons.Q003 @ lessons.K.T / math.sqrt(2)
     assert np.round(scores, 2).tolist() == [[1.41, 0, 1.41], [0, 1.41, 1.41], [0.71, 0.71, 1.41]]
+
+
+def test_scores_are_scaled_before_the_product_so_float16_does_not_overflow():
+    """Raw |q·k| past 65504 is inf in float16 unless the scale comes first (torch's doesn't)."""
+    rng = np.random.default_rng(0)
+    q, k, v = (torch.tensor(np.round(rng.standard_normal((1, 2, 16, 64)) * 8) * 8)
+               for _ in range(3))  # entries ~ N(0, 64²), exact in float16
+    scale = 2.0 ** -15  # scaled scores ~ N(0, 1): moderate
+    raw = (q @ k.transpose(-2, -1)).abs().max()
+    assert raw > 65504
+    q16, k16, v16 = (a.half() for a in (q, k, v))
+    old = torch.softmax(q16 @ k16.transpose(-2, -1) * scale, -1) @ v16  # the product first
+    assert old.isnan().any()  # inf - inf in the softmax
+    new = sdpa(q16, k16, v16, scale=scale)
+    want = F.scaled_dot_product_attention(q, k, v, scale=scale)  # float64
+    assert torch.isfinite(new).all()
+    assert torch.allclose(new.double(), want, atol=0.05)
+    assert torch.isfinite(F.scaled_dot_product_attention(q16, k16, v16, scale=scale)).all()

@@ -35,6 +35,7 @@ SYMPTOMS = {
 }
 BACKENDS = ("numpy", "torch", "sdpa")
 ATTRIBUTES = {"numpy": "NUMPY", "torch": "TORCH", "sdpa": "SDPA"}
+DEPTHS = ("quick", "standard", "deep")  # the battery's tiers, as in detectors/kit/battery.py
 ID_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 TODO = "TODO"  # a scaffolded field not filled in yet: imports, but tests/test_zoo.py fails
 
@@ -52,6 +53,9 @@ class Bug:
     seen_in: str  # where the mistake is known to occur
     caught_by: tuple  # detectors expected to catch it on every backend it provides
     gaps: dict = field(default_factory=dict)  # detector -> why it cannot catch this bug
+    # the shallowest battery tier at which caught_by catches it; below it the bug is invisible
+    # (a tiled kernel is exact while the keys fit one tile), so every detector passes it there
+    depth: str = "quick"
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,8 @@ def _validate_bug(bug, where):
         raise ZooError(f"{where}: BUG.source must be a string (the seed section, or '')")
     if not isinstance(bug.caught_by, tuple):
         raise ZooError(f"{where}: BUG.caught_by must be a tuple of detector names")
+    if bug.depth not in DEPTHS:
+        raise ZooError(f"{where}: BUG.depth {bug.depth!r} is not one of {', '.join(DEPTHS)}")
     if not isinstance(bug.gaps, dict):
         raise ZooError(f"{where}: BUG.gaps must be a dict: detector name -> why it cannot catch this")
 

@@ -36,7 +36,7 @@ def reduce_to(grad, shape):
 class _Attention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, query, key, value, bias, factor, dropout_p, steps):
-        scores = query @ key.transpose(-2, -1) * factor  # (N, ..., H, L, S)
+        scores = (query * factor) @ key.transpose(-2, -1)  # (N, ..., H, L, S), scaled first
         scores = scores + bias  # -inf where forbidden
         weights = steps.softmax(scores)  # (N, ..., H, L, S), empty rows are 0
         keep = None

@@ -45,7 +45,7 @@ def add(sub, add_run_options):
                        description="Runs the SDPA-contract detectors against each sdpa_kernel "
                        "backend in float16, bfloat16 and float32. Exits 0 with a message when "
                        "there is no GPU.")
-    add_run_options(p, device="cuda", dtype=False)
+    add_run_options(p, device="cuda", dtype=False, depth="quick")
     p.add_argument("--output", default="gpu-conformance.json", metavar="PATH")
     p.add_argument("--markdown", metavar="PATH", help="also write the table as markdown")
     p.set_defaults(run=cmd_gpu)
@@ -93,7 +93,7 @@ def cmd_gpu(args):
     from attnzoo.devtools import gpu
 
     check_seed(args.seed)
-    return gpu.run(args.device, args.output, args.markdown, args.seed)
+    return gpu.run(args.device, args.output, args.markdown, args.seed, args.depth)
 
 
 def cmd_docs(args):

@@ -73,7 +73,7 @@ def kernel_subject(backend, dtype, device):
     return KernelSubject(target, InProcess(target, obj=Kernel(backend)), dtype)
 
 
-def run(device, output, markdown, seed=0):
+def run(device, output, markdown, seed=0, depth="quick"):
     import torch
 
     from detectors import all_detectors
@@ -85,7 +85,7 @@ def run(device, output, markdown, seed=0):
               "(use --device cpu to run the same table on the CPU)")
         return 0
     start = time.perf_counter()
-    battery = Battery(seed)
+    battery = Battery(seed, depth=depth)
     detectors = all_detectors()
     table = {}
     for backend in BACKENDS:
@@ -104,7 +104,7 @@ def run(device, output, markdown, seed=0):
     device_name = torch.cuda.get_device_name(device) if device.startswith("cuda") else "CPU"
     text = render(names, columns, table, device_name, torch.__version__)
     print(text)
-    doc = {"device": device_name, "torch": torch.__version__, "columns": columns,
+    doc = {"device": device_name, "torch": torch.__version__, "depth": depth, "columns": columns,
            "detectors": names, "seconds": round(time.perf_counter() - start, 1),
            "cells": {f"{d}|{c}": v for (d, c), v in table.items()}}
     Path(output).write_text(json.dumps(doc, indent=1) + "\n")

@@ -25,7 +25,8 @@ class Row:
     backend: str  # numpy, torch or sdpa
     locator: str
     category: str = ""
-    expected: tuple = ()  # detectors the bug's metadata expects to catch it
+    expected: tuple = ()  # detectors the bug's metadata expects to catch it at this depth
+    depth: str = "quick"  # the shallowest tier at which the bug shows (its Bug.depth)
 
     @property
     def label(self):
@@ -36,15 +37,23 @@ class Row:
         return Target(f"{self.id}/{self.backend}", self.locator, contract, backend, device=device)
 
 
-def rows():
-    """Reference rows, then bugs by category, then decoys."""
+def rows(depth="quick"):
+    """Reference rows, then bugs by category, then decoys, with what ``depth`` expects.
+
+    A bug that shows only at a deeper tier than ``depth`` is expected to survive everything.
+    """
+    import zoo
     from attnzoo import catalogue
+
+    def reached(bug):
+        return zoo.DEPTHS.index(bug.depth) <= zoo.DEPTHS.index(depth)
 
     out = [Row("reference", "reference", b, loc) for b, loc in REFERENCE_ROWS]
     for entry in catalogue.bugs():
         for backend in entry.backends:
+            expected = tuple(entry.meta.caught_by) if reached(entry.meta) else ()
             out.append(Row("bug", entry.id, backend, entry.locator(backend), entry.meta.category,
-                           tuple(entry.meta.caught_by)))
+                           expected, entry.meta.depth))
     for entry in catalogue.decoys():
         for backend in entry.backends:
             out.append(Row("decoy", entry.id, backend, entry.locator(backend)))
@@ -154,11 +163,12 @@ class Matrix:
         }
 
 
-def evaluate(seed=0, repeat=1, select=None, device="cpu", dtype="float64", progress=None):
+def evaluate(seed=0, repeat=1, select=None, device="cpu", dtype="float64", progress=None,
+             depth="quick"):
     """Run every detector and baseline on every row; ``select`` filters rows by label."""
-    battery = Battery(seed, repeat)
+    battery = Battery(seed, repeat, depth)
     dets, bases = all_detectors(), baseline_suites()
-    chosen = [r for r in rows() if select is None or select(r)]
+    chosen = [r for r in rows(depth) if select is None or select(r)]
     matrix = Matrix(seed, [d.NAME for d in dets], [b.NAME for b in bases], chosen)
     for row in chosen:
         for detector in dets + bases:

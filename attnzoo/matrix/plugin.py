@@ -24,6 +24,10 @@ def pytest_addoption(parser):
                     help="write the kill matrix of this run as JSON to PATH")
     group.addoption("--kill-matrix-seed", metavar="N", type=int, default=0,
                     help="seed of the case battery (verdicts must not depend on it)")
+    group.addoption("--kill-matrix-depth", default="quick",
+                    choices=("quick", "standard", "deep"),
+                    help="battery tier of the kill matrix (default quick; bugs that show only "
+                    "deeper are expected to survive it)")
 
 
 def pytest_configure(config):
@@ -49,7 +53,7 @@ class KillMatrixReport:
         from detectors import all_detectors, baseline_suites
 
         seen = {label for label, _ in self.cells}
-        chosen = [r for r in rows() if r.label in seen]
+        chosen = [r for r in rows(self.config.getoption("kill_matrix_depth")) if r.label in seen]
         dets = [d.NAME for d in all_detectors() if any(d.NAME == k[1] for k in self.cells)]
         bases = [b.NAME for b in baseline_suites() if any(b.NAME == k[1] for k in self.cells)]
         m = Matrix(self.config.getoption("kill_matrix_seed"), dets, bases, chosen)
@@ -70,6 +74,8 @@ class KillMatrixReport:
             return
         path = self.config.rootpath / COMMITTED
         if not path.exists() or not self.is_whole():
+            return
+        if self.config.getoption("kill_matrix_depth") != "quick":  # the committed one is quick
             return
         committed = json.loads(path.read_text(encoding="utf-8"))
         if committed.get("seed") != self.config.getoption("kill_matrix_seed"):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from reference import loop_oracle
+from reference import exact, loop_oracle
 
 GRID = 8  # inputs are multiples of 1/GRID
 
@@ -33,7 +33,9 @@ class Spec:
     scale: float | None = None  # SDPA scale
     gqa: bool = False  # SDPA enable_gqa
     logits: float = 1.0  # multiplies Q: large or tiny scores
+    key_logits: float = 1.0  # multiplies K: with ``logits``, raw Q·Kᵀ past float16's 65504
     strided: bool = False  # arrays arrive as non-contiguous views
+    unbatched: bool = False  # SDPA is sent fewer than (N, H, L, E) axes, as torch accepts
     tags: tuple = ()
 
     @property
@@ -41,7 +43,7 @@ class Spec:
         lesson = self.bias is None and not self.causal and self.scale is None and not self.gqa
         same_lead = self.q[:-2] == self.k[:-2] == self.v[:-2]
         heads_ok = same_lead or (self.gqa and self.q[:-3] == self.k[:-3])
-        sdpa = len(self.q) >= 4 and heads_ok
+        sdpa = (len(self.q) >= 4 or self.unbatched) and heads_ok
         return tuple(c for c, ok in (("lesson", lesson), ("sdpa", sdpa)) if ok)
 
 
@@ -133,6 +135,11 @@ SELF = (
 
 SOFTMAX = ((3,), (4, 5), (2, 3, 6))
 MASK_SIZES = (1, 2, 3, 6)
+DEPTHS = ("quick", "standard", "deep")  # each tier is the one before it plus its own cases
+# Call.expected: the plain-loop oracle up to this many multiply-adds (every quick case), the
+# vectorised exact oracle beyond, which the loop oracle judges on every small case
+LOOP_ORACLE_WORK = 50_000
+LEFT_PADS = (130, 64, 0, 200, 128)  # masked prefixes of "left-padding" masks, item by item
 
 
 @dataclass(eq=False)
@@ -185,7 +192,8 @@ class SoftmaxCall:
 
 @functools.lru_cache(maxsize=256)
 def _softmax_oracle(call):
-    return loop_oracle.softmax(call.x)
+    small = call.x.size * 4 <= LOOP_ORACLE_WORK
+    return (loop_oracle if small else exact).softmax(call.x)
 
 
 @dataclass(eq=False)
@@ -211,12 +219,19 @@ class SelfCall:
 @functools.lru_cache(maxsize=1024)
 def _self_oracle(call):
     q, k, v = call.projections()
-    return loop_oracle.attend(q, k, v, causal="top-left")
+    return _judge(q, k, v).attend(q, k, v, causal="top-left")
+
+
+def _judge(q, k, v):
+    """The loop oracle where it is cheap, the exact vectorised oracle at scale."""
+    lead = max(int(np.prod(q.shape[:-2])), int(np.prod(k.shape[:-2])))  # broadcast or grouped
+    work = lead * q.shape[-2] * k.shape[-2] * (q.shape[-1] + v.shape[-1])
+    return loop_oracle if work <= LOOP_ORACLE_WORK else exact
 
 
 @functools.lru_cache(maxsize=4096)
 def _oracle(call, alignment):
-    return loop_oracle.attend(
+    return _judge(call.q, call.k, call.v).attend(
         call.q, call.k, call.v, mask=call.mask, bias=call.bias, scale=call.scale,
         causal=alignment if call.causal else None, gqa=call.gqa,
     )
@@ -229,28 +244,41 @@ def grid(rng, shape, scale=1.0):
 
 @dataclass
 class Battery:
-    """All calls for one seed, smallest first; ``repeat`` draws each spec several times."""
+    """All calls for one seed and depth, smallest first; ``repeat`` draws each spec again."""
 
     seed: int = 0
     repeat: int = 1
+    depth: str = "quick"  # one of DEPTHS
     attention: list = field(default_factory=list)
     self_attention: list = field(default_factory=list)
     softmax: list = field(default_factory=list)
 
     def __post_init__(self):
+        from detectors.kit.sweep import tier
+
+        if self.depth not in DEPTHS:
+            raise ValueError(f"unknown depth {self.depth!r}: use one of {', '.join(DEPTHS)}")
+        # every tier draws from its own streams, so deeper tiers never change a quick case
+        tiers = [(0, ATTENTION, SELF, SOFTMAX)]
+        tiers += [(1000 * (n + 1),) + tier(d) for n, d in enumerate(DEPTHS[1:])
+                  if DEPTHS.index(d) <= DEPTHS.index(self.depth)]
         for r in range(self.repeat):
-            for i, spec in enumerate(ATTENTION):
-                rng = np.random.default_rng([self.seed, r, i])
-                self.attention.append(materialise(spec, rng, r))
-            for i, spec in enumerate(SELF):
-                rng = np.random.default_rng([self.seed, r, 100 + i])
-                self.self_attention.append(materialise_self(spec, rng, r))
-            for i, shape in enumerate(SOFTMAX):
-                rng = np.random.default_rng([self.seed, r, 200 + i])
-                name = f"softmax-{'x'.join(map(str, shape))}" + (f"#{r}" if r else "")
-                self.softmax.append(SoftmaxCall(softmax_input(shape, rng), name))
+            for base, attention, selfs, softmaxes in tiers:
+                self._draw(r, base, attention, selfs, softmaxes)
         self.attention.sort(key=Call.size)
         self.self_attention.sort(key=SelfCall.size)
+
+    def _draw(self, r, base, attention, selfs, softmaxes):
+        for i, spec in enumerate(attention):
+            rng = np.random.default_rng([self.seed, r, base + i])
+            self.attention.append(materialise(spec, rng, r))
+        for i, spec in enumerate(selfs):
+            rng = np.random.default_rng([self.seed, r, base + 100 + i])
+            self.self_attention.append(materialise_self(spec, rng, r))
+        for i, shape in enumerate(softmaxes):
+            rng = np.random.default_rng([self.seed, r, base + 200 + i])
+            name = f"softmax-{'x'.join(map(str, shape))}" + (f"#{r}" if r else "")
+            self.softmax.append(SoftmaxCall(softmax_input(shape, rng), name))
 
     def calls(self, contract, where=lambda spec: True):
         return [c for c in self.attention if contract in c.spec.contracts and where(c.spec)]
@@ -258,7 +286,7 @@ class Battery:
 
 def materialise(spec, rng, rep=0):
     q = grid(rng, spec.q, spec.logits)
-    k = grid(rng, spec.k)
+    k = grid(rng, spec.k, spec.key_logits)
     v = grid(rng, spec.v)
     mask = _mask(spec.mask, spec.mask_shape, rng) if spec.mask else None
     bias = _bias(spec.bias, spec.mask_shape, rng) if spec.bias else None
@@ -287,20 +315,22 @@ def softmax_input(shape, rng):
 
 
 def _mask(kind, shape, rng):
-    """A keep-convention bool mask: True = may attend."""
-    L, S = shape[-2], shape[-1]
+    """A keep-convention bool mask: True = may attend. A (S,) shape is one row for every query."""
+    L, S = (shape[-2] if len(shape) > 1 else 1), shape[-1]
     if kind == "causal":
         return np.tril(np.ones((L, S), dtype=bool)).reshape(shape)
     if kind == "key-padding":  # each item keeps a different prefix of its keys
         lengths = np.linspace(2, S, num=shape[0]).round().astype(int)
         keep = np.arange(S)[None, :] < lengths[:, None]  # (B, S)
         return keep.reshape(shape[:1] + (1,) * (len(shape) - 2) + (S,))
+    if kind == "left-padding":  # item b masks its first PADS[b] keys: whole tiles of 64, 128
+        pads = np.minimum(np.resize(LEFT_PADS, shape[0]), S - 1)  # (B,), one key always kept
+        keep = np.arange(S)[None, :] >= pads[:, None]  # (B, S)
+        return keep.reshape(shape[:1] + (1,) * (len(shape) - 2) + (S,))
     keep = rng.random(shape) < 0.65
     rows = keep.reshape(-1, L, S)
-    for m in rows:  # every row keeps at least one key unless asked otherwise
-        for i in range(L):
-            if not m[i].any():
-                m[i, rng.integers(S)] = True
+    for n, i in np.argwhere(~rows.any(axis=-1)):  # every row keeps a key unless asked otherwise
+        rows[n, i, rng.integers(S)] = True
     if kind == "empty-rows":  # row 1 of the first matrix and one key column see nothing
         rows[0, 1, :] = False
         rows[:, :, S - 2] = False
@@ -315,10 +345,7 @@ def _bias(kind, shape, rng):
     forbid = rng.random(shape) < 0.3
     bias[forbid] = -math.inf
     flat = bias.reshape(-1, shape[-2], shape[-1])
-    for m in flat:  # keep one finite entry per row
-        for i in range(shape[-2]):
-            if np.isneginf(m[i]).all():
-                m[i, 0] = 0.0
+    flat[np.isneginf(flat).all(axis=-1), 0] = 0.0  # keep one finite entry per row
     if kind == "empty-rows":
         flat[0, 1, :] = -math.inf
     return bias

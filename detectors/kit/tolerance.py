@@ -112,8 +112,9 @@ def rounding_error(call, dtype, what):
             keep = keep & np.tril(np.ones(keep.shape[-2:], dtype=bool))
         bias = call.bias
     worst = 0.0
+    raw = q @ np.swapaxes(k, -1, -2)  # (..., L, S), once for both roundings of the scale
     for off in (1 - EPS[dtype], 1 + EPS[dtype]):
-        scores = _round(q @ np.swapaxes(k, -1, -2) * (factor * off), dtype)  # (..., L, S)
+        scores = _round(raw * (factor * off), dtype)  # (..., L, S)
         if bias is not None:
             scores = _round(scores + bias, dtype)
         w = _softmax(np.where(keep & ~np.isneginf(scores), scores, -np.inf))
@@ -159,12 +160,55 @@ def _reference_error(reference, call, dtype, what):
     elif isinstance(call, SoftmaxCall):
         answer = reference.softmax(call.x, dtype=dtype)
         return float(np.nanmax(np.abs(answer.out - call.expected()), initial=0.0))
+    elif what == "weights" and _identity_cost(call) > DIRECT_WEIGHTS and _on_cpu(reference):
+        want = call.expected("top-left")
+        return _err(_sdpa_reference_weights(call, dtype), want[1])
     else:
         answer = reference.attend(call, weights=what == "weights", dtype=dtype)
         want = call.expected("top-left")
     got = answer.weights if what == "weights" else answer.out
     diff = np.abs(got - (want[1] if what == "weights" else want[0]))
     return float(np.nanmax(diff, initial=0.0))
+
+
+# Weights of an output-only reference come from V = I, an (L, S) @ (S, S) product per head:
+# cubic in the length. Beyond this many multiply-adds the CPU reference's weights are taken
+# from its own steps instead — the same numbers, since a product with I only copies them.
+DIRECT_WEIGHTS = 1 << 22
+
+
+def _identity_cost(call):
+    lead = max(int(np.prod(call.q.shape[:-2])), int(np.prod(call.k.shape[:-2])))
+    return lead * call.q.shape[-2] * call.k.shape[-2] ** 2
+
+
+def _on_cpu(reference):
+    t = reference.target
+    return t.contract == "sdpa" and t.backend == "torch" and t.device == "cpu"
+
+
+def _sdpa_reference_weights(call, dtype):
+    """reference.sdpa's weights at ``dtype``, step by step, as its V = I answer would give them."""
+    import torch
+
+    from reference.sdpa import scaled_dot_product_attention as sdpa
+
+    def tensor(a):
+        t = torch.from_numpy(np.array(a, copy=True))
+        t = t if a.dtype == bool else t.to(getattr(torch, dtype))
+        if call.spec.strided and t.dim() >= 2:  # the layout the executor sends
+            axes = (-3, -2) if t.dim() >= 3 else (-2, -1)
+            t = t.transpose(*axes).contiguous().transpose(*axes)
+        return t
+
+    q, k, v = tensor(call.q), tensor(call.k), tensor(call.v)
+    if call.gqa:
+        k, v = sdpa.share_kv_heads(q, k, v)
+    mask = call.mask if call.mask is not None else call.bias
+    scores = sdpa.scores(q, k, call.scale)  # (..., L, S)
+    scores = scores + sdpa.bias(None if mask is None else tensor(mask), call.causal,
+                                q.shape[-2], k.shape[-2], q)
+    return sdpa.weights(scores, 0.0).double().numpy()  # (..., L, S)
 
 
 _REFERENCES = {}  # (contract, backend, device) -> the reference as a subject

@@ -113,6 +113,9 @@ class EinsumTorch:
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
     """F.scaled_dot_product_attention in einsum form; query heads grouped as (H_kv, g)."""
+    if query.dim() < 3:  # unbatched (L, E): one head of its own, removed again at the end
+        return scaled_dot_product_attention(query[None], key[None], value[None], attn_mask,
+                                            dropout_p, is_causal, scale, enable_gqa)[0]
     dtype, work = query.dtype, _work(query, key, value)
     L, S, E = query.shape[-2], key.shape[-2], query.shape[-1]
     H, H_kv = query.shape[-3], key.shape[-3]

@@ -29,6 +29,10 @@ def bug_page(entry, view):
               f"| seen in | {meta.seen_in} |",
               f"| backends | {', '.join(entry.backends)} |",
               f"| expected to be caught by | {', '.join(f'`{d}`' for d in meta.caught_by)} |"]
+    depth = getattr(meta, "depth", "quick")
+    if depth != "quick":  # the JSON below is the quick tier, which such a bug survives
+        lines.append(f"| shows at depth | **{depth}**: survives every detector at the shallower "
+                     f"tiers; `attnzoo matrix --depth {depth} --only {meta.id}` catches it |")
     if rows:
         counts = " · ".join(f"{r['backend']}: {len(view.caught(r, view.detectors))} of "
                             f"{len(view.detectors)} detectors" for r in rows)

@@ -1,0 +1,152 @@
+"""The deeper tiers of the battery: where tiled, chunked and split-KV kernels break.
+
+``quick`` is :data:`detectors.kit.battery.ATTENTION` (small enough to print). ``standard`` adds
+a few realistic cases per feature: a key axis past one and two tiles of 64 and 128, queries
+crossing a chunk boundary, a masked prefix of whole tiles, head dims past 128, groups of 8
+query heads, a (H, L, S) mask under 4-D queries, a 513-key decode cache, unbatched 2-D and 3-D
+calls, and float16 magnitudes (raw |q·k| past 65504, scaled scores moderate). ``deep`` is a
+sampled grid in the spirit of FlashAttention's and PyTorch's own SDPA tests: every value of
+every axis below appears in at least one case, the pairing is drawn from a fixed seed (the
+same cases for every battery seed), and no case exceeds :data:`MAX_SCORES` scores.
+"""
+
+import functools
+import math
+
+import numpy as np
+
+from detectors.kit.battery import SelfSpec, Spec
+
+HALF = 64.0  # q and k entries ~ N(0, 64²): raw q·k past float16's largest finite 65504
+
+
+def _half_scale(E):
+    """A power-of-two scale that brings HALF² · √E-sized raw scores back to about 1."""
+    return 2.0 ** -round(math.log2(HALF * HALF * math.sqrt(E)))
+
+
+STANDARD = (
+    Spec("tiles-past-one", q=(2, 3, 70, 32), k=(2, 3, 129, 32), v=(2, 3, 129, 24),
+         strided=True, tags=("tiles",)),
+    Spec("tiles-equal-dims", q=(1, 2, 65, 64), k=(1, 2, 257, 64), v=(1, 2, 257, 64),
+         mask="random", mask_shape=(1, 2, 65, 257), tags=("tiles",)),
+    Spec("chunks-causal", q=(1, 2, 130, 16), k=(1, 2, 130, 16), v=(1, 2, 130, 16), causal=True,
+         tags=("causal", "chunks")),
+    Spec("chunks-causal-tall", q=(2, 1, 129, 8), k=(2, 1, 17, 8), v=(2, 1, 17, 12),
+         causal=True, tags=("causal", "rectangular", "chunks")),
+    Spec("left-padding-tiles", q=(3, 2, 9, 16), k=(3, 2, 200, 16), v=(3, 2, 200, 8),
+         mask="left-padding", mask_shape=(3, 1, 1, 200), tags=("tiles", "padding")),
+    Spec("empty-rows-long", q=(2, 2, 20, 16), k=(2, 2, 150, 16), v=(2, 2, 150, 16),
+         mask="empty-rows", mask_shape=(2, 2, 20, 150), tags=("empty", "tiles")),
+    Spec("wide-heads", q=(1, 2, 33, 160), k=(1, 2, 40, 160), v=(1, 2, 40, 96),
+         tags=("wide",)),
+    Spec("wide-heads-equal", q=(2, 1, 17, 256), k=(2, 1, 65, 256), v=(2, 1, 65, 256),
+         tags=("wide",)),
+    Spec("gqa-groups-of-8", q=(2, 16, 12, 32), k=(2, 2, 70, 32), v=(2, 2, 70, 32), gqa=True,
+         tags=("gqa",)),
+    Spec("gqa-groups-of-6-causal", q=(1, 6, 40, 16), k=(1, 1, 40, 16), v=(1, 1, 40, 24),
+         gqa=True, causal=True, tags=("gqa", "causal")),
+    Spec("mask-per-head-3d", q=(3, 4, 17, 16), k=(3, 4, 24, 16), v=(3, 4, 24, 8),
+         mask="random", mask_shape=(4, 17, 24), tags=("mask-rank",)),
+    Spec("mask-key-row", q=(5, 9, 16), k=(5, 66, 16), v=(5, 66, 16), mask="random",
+         mask_shape=(1, 66), unbatched=True, tags=("mask-rank", "unbatched")),
+    Spec("decode-long-cache", q=(2, 4, 1, 64), k=(2, 4, 513, 64), v=(2, 4, 513, 64),
+         tags=("decode", "tiles")),
+    Spec("unbatched-2d", q=(65, 24), k=(130, 24), v=(130, 20), unbatched=True,
+         tags=("unbatched", "tiles")),
+    Spec("unbatched-3d-causal", q=(3, 70, 16), k=(3, 70, 16), v=(3, 70, 16), causal=True,
+         unbatched=True, tags=("unbatched", "causal", "chunks")),
+    Spec("half-magnitudes", q=(2, 2, 40, 64), k=(2, 2, 48, 64), v=(2, 2, 48, 64),
+         logits=HALF, key_logits=HALF, scale=_half_scale(64), tags=("magnitude",)),
+)
+STANDARD_SELF = (SelfSpec("self-long", x=(2, 70, 16), d_k=16, d_v=8, tags=("chunks",)),)
+STANDARD_SOFTMAX = ((3, 257),)
+
+# -- the deep sweep ---------------------------------------------------------------------------
+
+SWEEP_SEED = 20_241  # fixes which values are paired: the same cases for every battery seed
+CASES = 40
+MAX_SCORES = 1 << 20  # lead · L · S of one case: cost stays linear in what the case asks
+LENGTHS = (1, 16, 17, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 513, 1023, 1024)
+HEAD_DIMS = (8, 16, 32, 59, 64, 80, 96, 111, 128, 160, 256)
+GROUPS = (1, 2, 3, 4, 6, 8, 16)
+BATCHES = (1, 2, 3, 5)
+RANKS = (2, 3, 4, 4, 5)  # of the query; 4-D twice, as real callers use it most
+MASKS = (None, "row", "matrix", "per-head", "per-item", "key-padding", "left-padding",
+         "empty-rows", "causal", "bias")
+DTYPE_MAGNITUDES = (False, False, True)  # a third of the cases at float16 magnitudes
+
+
+def _cycle(rng, values, n):
+    """n values in which every value appears, shuffled: a covering draw, not a product."""
+    reps = -(-n // len(values))
+    return [values[i] for i in np.concatenate([rng.permutation(len(values)) for _ in range(reps)])][:n]
+
+
+def _deep_case(i, L, S, E, Ev, group, batch, rank, mask, half, strided):
+    causal = mask == "causal"
+    if causal and i % 2:
+        S = L  # square causal as often as rectangular
+    heads = 2 if rank >= 4 else 1
+    gqa = rank >= 4 and group > 1
+    hq = heads * group if gqa else heads
+    lead_q = {2: (), 3: (batch,), 4: (batch, hq), 5: (2, batch, hq)}[rank]
+    while int(np.prod(lead_q, dtype=np.int64)) * L * S > MAX_SCORES and lead_q and lead_q[0] > 1:
+        lead_q = (lead_q[0] // 2,) + lead_q[1:]  # shrink the batch, never the lengths
+    while int(np.prod(lead_q, dtype=np.int64)) * L * S > MAX_SCORES:
+        L = max(1, L // 2)
+    lead_kv = lead_q[:-1] + (lead_q[-1] // group,) if gqa else lead_q
+    m_shape, kind, bias = None, None, None
+    if mask in ("row", "matrix", "per-head", "per-item", "empty-rows", "bias"):
+        kind = "random" if mask != "empty-rows" else "empty-rows"
+        row = (S,) if rank != 4 else (1, S)  # torch's 4-D kernels refuse a (S,) mask
+        m_shape = {"row": row, "matrix": (L, S)}.get(mask, lead_q[-2:] + (L, S))
+        if mask == "per-head" and rank >= 4:
+            m_shape = lead_q[-1:] + (L, S)  # (H, L, S) under 4-D queries
+        if mask in ("empty-rows", "bias"):
+            m_shape = lead_q + (L, S)
+        if mask == "empty-rows" and L < 2:
+            kind, m_shape = "random", (S,)
+        if mask == "bias":
+            kind, bias = None, "additive"
+    elif mask in ("key-padding", "left-padding") and rank >= 3:
+        kind, m_shape = mask, lead_q[:1] + (1,) * (rank - 2) + (S,)
+    name = f"deep-{i:02d}-L{L}-S{S}-E{E}-Ev{Ev}" + (f"-g{group}" if gqa else "")
+    return Spec(
+        name, q=lead_q + (L, E), k=lead_kv + (S, E), v=lead_kv + (S, Ev), mask=kind,
+        mask_shape=m_shape, bias=bias, causal=causal, gqa=gqa, strided=strided,
+        logits=HALF if half else 1.0, key_logits=HALF if half else 1.0,
+        scale=_half_scale(E) if half else None, unbatched=rank < 4,
+        tags=tuple(t for t, on in (("causal", causal), ("gqa", gqa), ("magnitude", half),
+                                   ("rectangular", causal and L != S), ("decode", L == 1),
+                                   ("empty", kind == "empty-rows")) if on),
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def deep():
+    """The sampled grid: CASES specs, plus the two shapes every decoder and prefill makes."""
+    rng = np.random.default_rng(SWEEP_SEED)
+    axes = [_cycle(rng, values, CASES) for values in
+            (LENGTHS, LENGTHS, HEAD_DIMS, HEAD_DIMS, GROUPS, BATCHES, RANKS, MASKS,
+             DTYPE_MAGNITUDES)]
+    specs = []
+    for i, (L, S, E, Ev, g, b, rank, mask, half) in enumerate(zip(*axes)):
+        Ev = E if i % 2 else Ev  # E == Ev in every other case: fused kernels require it
+        specs.append(_deep_case(i, L, S, E, Ev, g, b, rank, mask, half, strided=i % 3 == 0))
+    specs.append(_deep_case(CASES, 1, 1023, 128, 128, 8, 2, 4, "key-padding", False, False))
+    specs.append(_deep_case(CASES + 1, 1024, 17, 64, 64, 1, 1, 4, None, False, True))
+    return tuple(specs)
+
+
+DEEP_SELF = (SelfSpec("self-deep", x=(1, 257, 64), d_k=64, d_v=64),)
+DEEP_SOFTMAX = ((2, 1024),)
+
+
+def tier(depth):
+    """(attention specs, self-attention specs, softmax shapes) that ``depth`` adds."""
+    if depth == "standard":
+        return STANDARD, STANDARD_SELF, STANDARD_SOFTMAX
+    if depth == "deep":
+        return deep(), DEEP_SELF, DEEP_SOFTMAX
+    raise ValueError(f"depth {depth!r} adds no tier")

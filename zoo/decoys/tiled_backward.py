@@ -1,0 +1,38 @@
+"""A hand-written backward computed tile by tile, as fused kernels write theirs.
+
+The softmax backward needs, per query row, D = Σ_j P_ij dP_ij (FlashAttention-2 computes the
+same number as rowsum(dO ⊙ O)). A kernel never holds a whole row, so D is accumulated over key
+tiles of 64: D = Σ_tiles rowsum(P_t ⊙ dP_t), partial last tile included. Everything else is the
+hand-written backward of :mod:`zoo._autograd_attention`, which is correct.
+"""
+
+from zoo import Decoy
+from zoo._autograd_attention import HandWrittenBackward
+
+DECOY = Decoy(
+    id="tiled-backward",
+    title="Custom autograd.Function whose softmax backward sums D over key tiles of 64",
+    technique="forward and backward written by hand; the row term D = Σ_j P_ij dP_ij is "
+    "accumulated tile by tile across the keys",
+    why_correct="a sum over the tiles of a partition of the keys is the sum over the keys, so "
+    "dS = P ⊙ (dP − D) is the softmax Jacobian applied to dP",
+)
+
+
+class TiledBackward(HandWrittenBackward):
+    tile = 64
+
+    def grad_scores(self, weights, grad_weights):
+        """dS = P ⊙ (dP − D), with D from :meth:`rowsum`."""
+        return weights * (grad_weights - self.rowsum(weights, grad_weights))  # (..., L, S)
+
+    def rowsum(self, weights, grad_weights):
+        """D = Σ_j P_ij dP_ij, accumulated over key tiles: (..., L, 1)."""
+        total = 0
+        for c in range(0, weights.shape[-1], self.tile):
+            block = weights[..., c:c + self.tile] * grad_weights[..., c:c + self.tile]
+            total = total + block.sum(dim=-1, keepdim=True)
+        return total
+
+
+SDPA = TiledBackward()
