@@ -10,6 +10,7 @@ import traceback
 
 from detectors.kit.expect import Mismatch
 from detectors.kit.needs import Needs, applicable
+from detectors.kit.needs import parts as declared
 from detectors.kit.verdict import (
     ERROR,
     NA,
@@ -31,11 +32,11 @@ def run(detector, subject, battery):
     finding = Finding(detector.NAME, subject.name, SURVIVED)
     start = time.perf_counter()
     try:
-        parts, reason = applicable(getattr(detector, "NEEDS", Needs()), subject.target,
-                                   subject.manifest)
+        needs = getattr(detector, "NEEDS", Needs())
+        parts, reason = applicable(needs, subject.target, subject.manifest)
         if not parts:
             raise NotApplicable(reason)
-        subject.parts = parts
+        subject.parts, subject.declared = parts, tuple(name for name, _ in declared(needs))
         detector.check(subject, battery)
         if subject.calls == 0:  # a property checked on no call at all has not been checked
             raise NotApplicable("none of its cases applies to this target")
@@ -66,7 +67,7 @@ def run(detector, subject, battery):
             f"({where.filename.rsplit('/', 1)[-1]}:{where.lineno})"
         )
     finally:
-        subject.parts = ()
+        subject.parts = subject.declared = ()
     finding.seconds = time.perf_counter() - start
     finding.calls, finding.impl_seconds = subject.calls, subject.impl_seconds
     finding.notes = list(notes[seen:])  # what the implementation did during this detector

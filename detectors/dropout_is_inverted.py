@@ -51,6 +51,6 @@ def check(subject, battery):
         share = zero.mean()
         band = SIGMAS * math.sqrt(p * (1 - p) / n)
         with subject.case(f"dropout_p={p}", plain, dropped,
-                          relation=f"{n} weights with dropout_p={p}"):
+                          relation=f"{expect.plural(n, 'weight')} with dropout_p={p}"):
             expect.holds(abs(share - p) <= band, f"a share of zeros within {p} ± {band:.3f}",
                          f"{share:.3f}")

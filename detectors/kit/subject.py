@@ -62,9 +62,12 @@ class Subject:
     # target's contract and keywords can express one case of the battery.
 
     parts = ()  # the parts of the running detector's NEEDS that apply (set by the runner)
+    declared = ()  # all the parts its NEEDS names
 
     def uses(self, part):
         """Does the part of the running detector named ``part`` apply to this target?"""
+        if part not in self.declared:  # a misspelt part would silently never run
+            raise KeyError(f"part {part!r} is not in the detector's NEEDS {self.declared}")
         return part in self.parts
 
     def cannot(self, call):
