@@ -22,7 +22,8 @@ def check(subject, battery):
         dropout = subject.uses("dropout_p=0")
         for call in subject.cases(battery):
             weights = subject.weights_free
-            first, second = subject.attend(call, weights=weights), subject.attend(call, weights=weights)
+            first = subject.attend(call, weights=weights)
+            second = subject.attend(call, weights=weights)
             with subject.case(call.name, first, second, relation=TWICE):
                 expect.identical(first.out, second.out, names=NAMES)
                 if weights:

@@ -35,8 +35,8 @@ def check(subject, battery):
             q[..., h, :, :] += BUMP
             moved = subject.attend(call.with_(q=q))
             others = (np.arange(H) != h)[:, None, None]  # (H, 1, 1)
-            with subject.case(call.name, base, moved,
-                              relation=f"changing query head {h} should leave other heads unchanged"):
+            relation = f"changing query head {h} should leave other heads unchanged"
+            with subject.case(call.name, base, moved, relation=relation):
                 expect.agree(np.where(others, base.out, 0.0), np.where(others, moved.out, 0.0),
                              atol, names=("f(x)", f"f(x with query head {h} changed)"))
         for j in sorted({0, H_kv - 1}):

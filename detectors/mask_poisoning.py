@@ -49,4 +49,5 @@ def check(subject, battery):
         poisoned = subject.attend(call.with_(k=k, v=v))
         with subject.case(call.name, base, poisoned,
                           relation="keys and values no query may see were set to huge values"):
-            expect.agree(base.out, poisoned.out, atol, names=("f(x)", "f(x, forbidden keys poisoned)"))
+            expect.agree(base.out, poisoned.out, atol,
+                         names=("f(x)", "f(x, forbidden keys poisoned)"))

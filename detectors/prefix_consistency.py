@@ -77,6 +77,6 @@ def chunk_prefill(subject, call, full, atol):
     chunk = subject.attend(Call(spec, q[..., t0:, :].copy(), k, v, name=spec.name))
     want = full.out[..., t0:, :]
     got = chunk.out.reshape(want.shape) if chunk.out.size == want.size else chunk.out
-    with subject.case(call.name, full, chunk,
-                      relation="a bottom-right causal chunk of queries should reproduce the last rows"):
+    relation = "a bottom-right causal chunk of queries should reproduce the last rows"
+    with subject.case(call.name, full, chunk, relation=relation):
         expect.agree(want, got, atol, names=(f"f(X)[..., {t0}:, :]", f"f(chunk {t0}:{T})"))

@@ -50,9 +50,10 @@ def check(subject, battery):
             base, atol = subject.baseline(call)
             wider = padded(call, PAD)
             moved = subject.attend(wider)
-            with subject.case(wider.name, base, moved,
-                              relation=f"zero-padding d_k by {PAD} and rescaling Q should change nothing"):
-                expect.agree(base.out, moved.out, atol, names=("f(x)", f"f(x, d_k padded by {PAD})"))
+            relation = f"zero-padding d_k by {PAD} and rescaling Q should change nothing"
+            with subject.case(wider.name, base, moved, relation=relation):
+                expect.agree(base.out, moved.out, atol,
+                             names=("f(x)", f"f(x, d_k padded by {PAD})"))
             wide_v = widened(call, PAD + 1, rng)
             moved = subject.attend(wide_v)
             Ev = call.v.shape[-1]
@@ -68,7 +69,8 @@ def check(subject, battery):
         as_query = replace(call, spec=replace(call.spec, scale=None),
                            q=call.q * call.scale * math.sqrt(E), name=f"{call.name} as Q·s·√E")
         folded = subject.attend(as_query)
-        with subject.case(call.name, given, folded,
-                          relation=f"scale={call.scale} should equal multiplying Q by scale·√E"):
-            expect.agree(folded.out, given.out, allowance(subject, call, call.expected(alignment)[0]),
+        atol = allowance(subject, call, call.expected(alignment)[0])
+        relation = f"scale={call.scale} should equal multiplying Q by scale·√E"
+        with subject.case(call.name, given, folded, relation=relation):
+            expect.agree(folded.out, given.out, atol,
                          names=("f(Q·s·√E)", f"f(Q, scale={call.scale})"))

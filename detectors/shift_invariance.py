@@ -37,7 +37,9 @@ def label(shift):
 
 def shifted_scores(call, shift):
     """x + c_i on row i of the lesson softmax's scores (all of x for a single row)."""
-    x = call.x + alternating(call.x.shape[-2], shift)[:, None] if call.x.ndim > 1 else call.x + shift
+    if call.x.ndim == 1:
+        return SoftmaxCall(call.x + shift, f"{call.name}, {label(shift)}")
+    x = call.x + alternating(call.x.shape[-2], shift)[:, None]  # (..., R, C) + (R, 1)
     return SoftmaxCall(x, f"{call.name}, {label(shift)}")
 
 

@@ -253,3 +253,12 @@ def test_fail_is_unconditional_and_holds_is_not():
 
 def test_plural_agrees_with_its_number():
     assert [expect.plural(n, "token") for n in (1, 2)] == ["1 token", "2 tokens"]
+
+
+def test_needs_describe_each_part_contract_by_contract():
+    from detectors.kit.needs import describe
+
+    needs = {"softmax": SOFTMAX, "self": SELF_ATTENTION.but(torch="autograd")}
+    assert describe(needs) == ("softmax: lesson softmax; "
+                               "self: lesson causal_self_attention | sdpa is_causal=, torch")
+    assert describe(ATTENTION_NEEDS) == "lesson attention | sdpa"

@@ -5,8 +5,8 @@ They know nothing of calls or cases: ``subject.case(name, *answers, relation=…
 and attaches the calls, the case, the relation and the reproduction in one place. Two kinds of
 comparison read differently, because they are different claims: :func:`close` compares the
 implementation with a known answer ("expected … , got …"); :func:`agree` compares two of its
-own outputs, which a metamorphic relation says are equal ("f(x)[i] = …, f(x′)[i] = …, should be
-equal").
+own outputs, which a metamorphic relation says are equal ("f(x)[i] = …, f(x′)[i] = …, should
+be equal").
 """
 
 import numpy as np

@@ -29,7 +29,7 @@ class Needs:
         if self.torch and target.backend != "torch":
             return f"{self.torch} needs torch; this is a NumPy implementation"
         if target.contract not in self.contracts:
-            return self.why or f"the {target.contract} contract has no {' or '.join(self.functions)}"
+            return self.why or f"the {target.contract} contract has no {'/'.join(self.functions)}"
         if target.contract == "lesson":
             return next(filter(None, map(manifest.lacks, self.functions)), None)
         missing = [k for k in self.keywords if k not in manifest.keywords]
@@ -65,12 +65,14 @@ def applicable(needs, target, manifest):
 
 
 def describe(needs):
-    """One line for ``attnzoo detectors``: what each part needs."""
+    """One line for ``attnzoo detectors``: what each part needs, contract by contract."""
     out = []
     for name, need in parts(needs):
-        bits = list(need.functions) if "lesson" in need.contracts else []
-        bits += [f"{k}=" for k in need.keywords] if "sdpa" in need.contracts else []
-        bits += [] if need.contracts == CONTRACTS else [f"{'/'.join(need.contracts)} only"]
-        bits += ["torch"] if need.torch else []
-        out.append((f"{name}: " if name else "") + ", ".join(bits))
+        by = []
+        if "lesson" in need.contracts:
+            by.append("lesson " + "+".join(need.functions))
+        if "sdpa" in need.contracts:
+            by.append("sdpa" + "".join(f" {k}=" for k in need.keywords))
+        text = " | ".join(by) + (", torch" if need.torch else "")
+        out.append(f"{name}: {text}" if name else text)
     return "; ".join(out)
