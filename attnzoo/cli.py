@@ -6,10 +6,11 @@ Exit codes: 0 nothing flagged, 1 a detector flagged the target, 2 bad input or u
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
+
+from attnzoo.sandbox import options as sandbox_options
 
 EXIT_USAGE = 2
 
@@ -41,6 +42,13 @@ def main(argv=None):
     except BrokenPipeError:  # `attnzoo show x | head`: the reader has gone, and that is fine
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception:  # a fault of attnzoo itself (the target's faults are verdicts or exit 2)
+        import traceback
+
+        traceback.print_exc()
+        print("attnzoo: internal error: this is a bug in attnzoo, not a verdict on the target",
+              file=sys.stderr)
+        return 3
 
 
 def build_parser():
@@ -65,8 +73,9 @@ def build_parser():
     p.add_argument("--dtype", choices=("float64", "float32", "float16", "bfloat16"),
                    default="float64", help="dtype of every call (default float64)")
     p.add_argument("--seed", type=int, default=0, help="seed of the case battery (default 0)")
-    p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help="time limit per call (default 10)")
+    sandbox_options.add_arguments(p)
     p.add_argument("--only", action="append", metavar="DETECTOR",
                    help="run only this detector (repeatable)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -152,7 +161,8 @@ def build_parser():
 def cmd_check(args):
     from detectors import all_detectors
     from detectors.kit.battery import Battery
-    from attnzoo.sandbox.executor import Isolated
+    from attnzoo.sandbox import session
+    from attnzoo.sandbox.executor import DeadlineReached
     from attnzoo.report import SCHEMA, describe_target, exit_code, summarise, text
     from attnzoo.runner import run
     from detectors.kit.subject import Subject
@@ -167,29 +177,52 @@ def cmd_check(args):
         if unknown:
             raise UsageError(f"unknown detector {unknown[0]!r}: see 'attnzoo detectors'")
         chosen = [names[n] for n in dict.fromkeys(args.only)]  # each once, in the order given
-    if not math.isfinite(args.timeout) or args.timeout <= 0:
-        raise UsageError(f"--timeout must be a positive number of seconds, not {args.timeout}")
     if args.seed < 0:
         raise UsageError(f"--seed must be 0 or more, not {args.seed}")
-    _check_device(args.device)
+    try:
+        sandbox_options.validate(args)
+    except sandbox_options.BadOption as e:
+        raise UsageError(str(e)) from None
     _precheck(args.target)
     battery = Battery(args.seed)
     start = time.perf_counter()
-    executor = Isolated(call_seconds=args.timeout)
-    sections = []
+    progress = session.Progress()
+    executor = session.executor(args, progress)
+    sections, not_run = [], []
     try:
         targets = _targets(executor, args)
-        for target in targets:
-            executor.use(target)
+        sandbox_options.check_targets(targets, args.dtype)
+        for n, target in enumerate(targets):
+            if not_run:
+                not_run += [(target, d.NAME) for d in chosen]
+                continue
+            try:
+                executor.use(target)
+            except DeadlineReached:
+                not_run += [(target, d.NAME) for d in chosen]
+                continue
             subject = Subject(target, executor, args.dtype)
-            findings = [run(d, subject, battery) for d in chosen]
+            findings, skipped = session.run_all(chosen, subject, battery, run, progress,
+                                                n * len(chosen), len(targets) * len(chosen))
+            not_run += [(target, name) for name in skipped]
             sections.append({"target": describe_target(target, args.dtype, args.seed),
-                             "findings": findings, "summary": summarise(findings)})
-    except BadTarget as e:
+                             "findings": findings, "not_run": skipped,
+                             "summary": summarise(findings, skipped)})
+    except DeadlineReached:
+        raise UsageError(f"the --deadline of {args.deadline:g} s passed while loading "
+                         f"{args.target}: raise --deadline or --import-timeout") from None
+    except (BadTarget, sandbox_options.BadOption) as e:
         raise UsageError(str(e)) from None
     finally:
+        progress.done()
         executor.close()
     code = exit_code(sections)
+    if not_run and code == 0:
+        code = EXIT_USAGE
+        names = sorted({name for _, name in not_run})
+        print(f"attnzoo: error: the --deadline of {args.deadline:g} s passed before "
+              f"{len(not_run)} detector runs ({', '.join(names)}): the report is partial; "
+              "raise --deadline or choose detectors with --only", file=sys.stderr)
     if args.json:
         doc = {
             "schema": SCHEMA,
@@ -197,10 +230,11 @@ def cmd_check(args):
             "target": args.target,
             "implementations": [
                 {"target": s["target"], "summary": s["summary"],
-                 "findings": [f.to_json() for f in s["findings"]]}
+                 "findings": [f.to_json() for f in s["findings"]], "not_run": s["not_run"]}
                 for s in sections
             ],
-            "summary": summarise([f for s in sections for f in s["findings"]]),
+            "summary": summarise([f for s in sections for f in s["findings"]],
+                                 [name for _, name in not_run]),
             "seconds": round(time.perf_counter() - start, 3),
             "exit_code": code,
         }
@@ -227,17 +261,17 @@ def _check_device(device):
 
 def _precheck(target):
     """Catch what needs no import: an empty string, a missing file, a malformed locator."""
-    from attnzoo.sandbox.target import BadTarget, _split
+    from attnzoo.sandbox.target import BadTarget, _split, check_file, is_file
 
     try:
         path, sep, attr = _split(target)
     except BadTarget as e:
         raise UsageError(str(e)) from None
-    looks_like_file = path.endswith(".py") or os.sep in path
-    if looks_like_file and not os.path.exists(path):
-        raise UsageError(f"no such file: {path}: check the path")
-    if looks_like_file and not path.endswith(".py"):
-        raise UsageError(f"{path} is not a .py file: point at a Python module")
+    if is_file(path):
+        try:
+            check_file(path)
+        except BadTarget as e:
+            raise UsageError(str(e)) from None
 
 
 def _targets(executor, args):
