@@ -4,11 +4,11 @@ The JSON form is documented in docs/check-json.md; its ``schema`` field changes 
 changes meaning, never silently.
 """
 
+from attnzoo.vocabulary import VERDICTS
 from detectors.kit.verdict import CAUGHT, CRASHED, ERROR, HUNG, KILLED, NA, NAN, SURVIVED
 
 SCHEMA = "attnzoo.check/1"
-WORDS = {SURVIVED: "ok", KILLED: "FLAGGED", NAN: "NaN", CRASHED: "CRASH", HUNG: "HANG",
-         NA: "n/a", ERROR: "ERROR"}
+WORDS = {name: v.word for name, v in VERDICTS.items()}
 
 
 def summarise(findings, not_run=()):

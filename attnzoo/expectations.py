@@ -1,0 +1,103 @@
+"""Known non-conformance: an expectations file, honoured by the pytest plugin and ``attnzoo check``.
+
+The file is TOML, one table per detector the target is known to fail, with the reason and,
+optionally, a link to where it is tracked::
+
+    # attnzoo expectations for mypkg.attn:sdpa
+    [causality]
+    reason = "the kernel is bidirectional by design"
+    link = "https://example.org/issues/12"
+
+An expected failure is reported as xfail with its reason. Expectations are strict, as
+array-api-tests' xfails file is: a detector that holds although it is expected to fail is a
+failure (remove the entry), and a table that names no detector is an error, so a typo can never
+silently excuse a failure.
+"""
+
+import tomllib
+from dataclasses import dataclass
+
+from detectors.kit.verdict import CAUGHT, SURVIVED
+
+KEYS = ("reason", "link")
+
+
+class ExpectationsError(Exception):
+    """The file cannot be used: one line naming the file, the entry and the fix."""
+
+
+@dataclass(frozen=True)
+class Expectation:
+    detector: str
+    reason: str
+    link: str = ""
+
+    def describe(self):
+        return self.reason + (f" ({self.link})" if self.link else "")
+
+
+def load(path, known):
+    """{detector: Expectation} from the file at ``path``; ``known`` are the detector names."""
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise ExpectationsError(f"no such expectations file: {path}") from None
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise ExpectationsError(f"{path}: not valid TOML: {e}: fix the file") from None
+    out = {}
+    for name, entry in data.items():
+        if name not in known:
+            raise ExpectationsError(f"{path}: [{name}] matches no detector: see "
+                                    "'attnzoo detectors' for their names")
+        if not isinstance(entry, dict):
+            raise ExpectationsError(f"{path}: {name} must be a table: [{name}] with "
+                                    "reason = \"...\"")
+        extra = sorted(set(entry) - set(KEYS))
+        if extra:
+            raise ExpectationsError(f"{path}: [{name}] has unknown key {extra[0]!r}: use "
+                                    "reason and link")
+        reason, link = entry.get("reason"), entry.get("link", "")
+        if not isinstance(reason, str) or not reason.strip():
+            raise ExpectationsError(f"{path}: [{name}] needs reason = \"why it is known to "
+                                    "fail\"")
+        if not isinstance(link, str):
+            raise ExpectationsError(f"{path}: [{name}] link must be a string")
+        out[name] = Expectation(name, reason.strip(), link.strip())
+    return out
+
+
+def judge(finding, expectation):
+    """'xfail' (failed as expected), 'xpass' (held though expected to fail) or None."""
+    if expectation is None:
+        return None
+    if finding.verdict in CAUGHT:
+        return "xfail"
+    if finding.verdict == SURVIVED:
+        return "xpass"
+    return None  # n/a or a detector error: the expectation neither holds nor fails
+
+
+def report(sections, expectations, path):
+    """Lines for ``attnzoo check`` and the JSON entries, and whether anything unexpected failed.
+
+    Returns (lines, entries, unexpected): ``unexpected`` is true when a detector flagged that no
+    expectation covers, or when an expected failure did not happen.
+    """
+    lines, entries, unexpected = [], [], False
+    for s in sections:
+        for f in s["findings"]:
+            outcome = judge(f, expectations.get(f.detector))
+            if outcome is None:
+                unexpected |= f.verdict in CAUGHT
+                continue
+            e = expectations[f.detector]
+            entries.append({"implementation": s["target"]["name"], "detector": f.detector,
+                            "outcome": outcome, "reason": e.reason, "link": e.link})
+            if outcome == "xfail":
+                lines.append(f"xfail  {f.detector} on {s['target']['name']}: {e.describe()}")
+            else:
+                unexpected = True
+                lines.append(f"XPASS  {f.detector} on {s['target']['name']}: expected to fail "
+                             f"({e.describe()}) but held on every case: remove it from {path}")
+    return lines, entries, unexpected

@@ -1,0 +1,68 @@
+"""The command line's half of ``attnzoo grade``: check the input, grade, print, exit code."""
+
+import json
+import math
+import os
+import sys
+
+from attnzoo.grade import model, render
+from attnzoo.grade.run import Suite, SuiteError
+
+
+class BadInput(Exception):
+    """One line naming what is wrong and what to do (exit 2)."""
+
+
+def main(args):
+    if not os.path.exists(args.path):
+        raise BadInput(f"no such file or folder: {args.path}: give a pytest file or a folder "
+                       "of tests")
+    if os.path.isfile(args.path) and not args.path.endswith(".py"):
+        raise BadInput(f"{args.path} is not a .py file: give a pytest file or a folder of tests")
+    if args.min_caught < 0:
+        raise BadInput(f"--min-caught must be 0 or more, not {args.min_caught}")
+    if args.jobs < 1:
+        raise BadInput(f"--jobs must be at least 1, not {args.jobs}")
+    if not math.isfinite(args.timeout) or args.timeout <= 0:
+        raise BadInput(f"--timeout must be a positive number of seconds, not {args.timeout}")
+    progress = None
+    if args.progress:
+        progress = lambda row: print(f"  {row.label}", file=sys.stderr, flush=True)  # noqa: E731
+    try:
+        doc = model.grade(Suite(args.path), args.backend, args.jobs, args.timeout, progress,
+                          shown_as=args.path)
+    except SuiteError as e:
+        raise BadInput(str(e)) from None
+    code = model.exit_code(doc, args.min_caught)
+    shown = doc if args.reveal else model.hide(doc)
+    if args.json:
+        print(json.dumps(dict(shown, min_caught=args.min_caught, exit_code=code), indent=1,
+                         ensure_ascii=False))
+    else:
+        print(render.text(shown, args.min_caught))
+    return code
+
+
+def add_parser(sub):
+    """Register ``grade`` on the command line's subparsers."""
+    p = sub.add_parser(
+        "grade", help="grade your pytest tests: which zoo bugs they catch, any false alarm",
+        description="Run a plain pytest suite against the reference, every decoy and every zoo "
+        "bug. Tests take the implementation as the fixture `attention` (lesson contract) or "
+        "`sdpa` (F.scaled_dot_product_attention's signature). Exit 0 when no correct "
+        "implementation fails a test and at least --min-caught bugs are caught, else 1; 2 on "
+        "bad input.")
+    p.add_argument("path", help="a pytest file or a folder of tests")
+    p.add_argument("--backend", choices=("numpy", "torch"), default="numpy",
+                   help="what `attention`'s functions take (default numpy)")
+    p.add_argument("--min-caught", type=int, default=0, metavar="N",
+                   help="exit 1 unless at least N bugs are caught")
+    p.add_argument("--reveal", action="store_true",
+                   help="name the surviving bugs (by default only their category and hint)")
+    p.add_argument("--json", action="store_true", help="print the grade as JSON")
+    p.add_argument("--jobs", type=int, default=2, help="implementations at once (default 2)")
+    p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="time limit per test (default 10)")
+    p.add_argument("--progress", action="store_true",
+                   help="name each implementation on stderr as it finishes")
+    return p

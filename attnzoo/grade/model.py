@@ -1,0 +1,163 @@
+"""The grade of a test suite: its tests against the reference, every decoy and every zoo bug.
+
+A bug row is *caught* when at least one test fails or errors on it (an assertion, an exception,
+a hang, a dead process); a test that fails on the reference or a decoy is a *false alarm*; a test
+skipped on an implementation (it needs a function that implementation lacks, or the other
+contract's fixture) is not counted there. The JSON form (``attnzoo grade --json``) is built here;
+``attnzoo/grade/render.py`` prints it.
+"""
+
+from concurrent.futures import ThreadPoolExecutor
+
+from attnzoo.grade import run as runner
+
+SCHEMA = "attnzoo.grade/1"
+GLYPHS = {  # the kill matrix's symbols, read for tests instead of detectors
+    "hit": ("●", "caught: the test failed an assertion"),
+    "crash": ("✕", "caught: the test raised, hung or its process died"),
+    "false": ("✗", "a correct implementation failed the test (a false alarm)"),
+    "pass": ("·", "survived: the test passed"),
+    "na": ("-", "skipped: the test does not apply to this implementation"),
+}
+
+
+def implementations(contracts, backend):
+    """The matrix rows to grade: reference, bugs by category, decoys, of the contracts asked."""
+    from attnzoo.matrix.model import rows
+
+    wanted = {"sdpa" if c == "sdpa" else backend for c in contracts}
+    return [r for r in rows() if r.backend in wanted]
+
+
+def cell(row, outcome):
+    if outcome is None or outcome.outcome == "skipped":
+        return "na"
+    if row.kind != "bug":
+        return "false" if outcome.caught else "pass"
+    if not outcome.caught:
+        return "pass"
+    return "hit" if outcome.assertion else "crash"
+
+
+def grade(suite, backend="numpy", jobs=2, test_seconds=runner.TEST_SECONDS, progress=None,
+          select=None, shown_as=None):
+    """Collect the suite, run it on every row in a pool of processes; the grade as a dict.
+
+    ``select`` keeps only the rows it accepts (tests grade against a few); ``shown_as`` is the
+    path as the user wrote it, for the report.
+    """
+    collected = runner.collect(suite)
+    tests = {t: f for t, f in collected.items() if f}
+    if not tests:
+        raise runner.SuiteError(
+            f"{suite.path}: no test uses the `attention` or `sdpa` fixture"
+            + (f" ({len(collected)} tests collected)" if collected else "")
+            + ": take the implementation under test as a fixture argument")
+    contracts = sorted({"sdpa" if "sdpa" in f else "lesson" for f in tests.values()})
+    rows = [r for r in implementations(contracts, backend) if select is None or select(r)]
+
+    def one(row):
+        spec = {"locator": row.locator, "contract": "sdpa" if row.backend == "sdpa" else "lesson",
+                "backend": row.backend}
+        outcomes = runner.run(suite, spec, list(tests), test_seconds)
+        if progress:
+            progress(row)
+        return row, outcomes
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        results = list(pool.map(one, rows))
+    return build(shown_as or str(suite.path), backend, tests, results)
+
+
+def build(path, backend, tests, results):
+    """The grade document from the outcomes of every (row, test)."""
+    import zoo
+
+    names = list(tests)
+    meta = {e.id: e.meta for e in zoo.BUGS}
+    doc_rows, false_alarms = [], []
+    for row, outcomes in results:
+        cells = {t: cell(row, outcomes.get(t)) for t in names}
+        doc_rows.append({
+            "row": row.label, "kind": row.kind, "id": row.id, "backend": row.backend,
+            "category": row.category,
+            "cells": {t: {"cell": cells[t], **outcomes[t].to_json()} for t in names},
+        })
+        for t in names:
+            if cells[t] == "false":
+                false_alarms.append({"test": t, "implementation": row.label,
+                                     **outcomes[t].to_json()})
+    bug_rows = [r for r in doc_rows if r["kind"] == "bug"]
+    catches = {t: sorted({r["id"] for r in bug_rows if r["cells"][t]["cell"] in ("hit", "crash")})
+               for t in names}
+    bugs = {}
+    for r in bug_rows:
+        b = bugs.setdefault(r["id"], {"id": r["id"], "category": r["category"],
+                                      "lesson": meta[r["id"]].lesson, "rows": [],
+                                      "caught_by": set()})
+        b["rows"].append(r["row"])
+        b["caught_by"] |= {t for t in names if r["cells"][t]["cell"] in ("hit", "crash")}
+    for b in bugs.values():
+        b["caught_by"] = [t for t in names if t in b["caught_by"]]
+        b["caught"] = bool(b["caught_by"])
+    per_test = {t: {"fixtures": list(tests[t]), "catches": catches[t],
+                    "only": [b for b in catches[t] if bugs[b]["caught_by"] == [t]],
+                    "false_alarms": sum(1 for f in false_alarms if f["test"] == t),
+                    "skipped_on": sum(1 for r in doc_rows if r["cells"][t]["cell"] == "na")}
+                for t in names}
+    caught = sum(1 for b in bugs.values() if b["caught"])
+    return {
+        "schema": SCHEMA,
+        "command": "grade",
+        "path": path,
+        "backend": backend,
+        "contracts": sorted({"sdpa" if r["backend"] == "sdpa" else "lesson" for r in doc_rows}),
+        "glyphs": {k: {"symbol": s, "meaning": m} for k, (s, m) in GLYPHS.items()},
+        "tests": per_test,
+        "false_alarms": false_alarms,
+        "rows": doc_rows,
+        "bugs": list(bugs.values()),
+        "summary": {"tests": len(names), "implementations": len(doc_rows),
+                    "bugs": len(bugs), "caught": caught,
+                    "bug_rows": len(bug_rows),
+                    "caught_rows": sum(1 for r in bug_rows if any(
+                        c["cell"] in ("hit", "crash") for c in r["cells"].values())),
+                    "false_alarms": len(false_alarms)},
+    }
+
+
+def hide(doc):
+    """The grade a learner sees: surviving bugs lose their id, row label and locator."""
+    survivors = [b for b in doc["bugs"] if not b["caught"]]
+    alias = {b["id"]: f"survivor-{i + 1}" for i, b in enumerate(survivors)}
+    out = dict(doc, bugs=[], rows=[])
+    for b in doc["bugs"]:
+        if b["id"] in alias:
+            b = dict(b, id=alias[b["id"]],
+                     rows=[f"{alias[b['id']]}-{r.rsplit('-', 1)[1]}" for r in b["rows"]])
+        out["bugs"].append(b)
+    hidden = []
+    for r in doc["rows"]:
+        if r["id"] in alias:
+            hidden.append(dict(r, id=alias[r["id"]], row=f"{alias[r['id']]}-{r['backend']}"))
+        else:
+            out["rows"].append(r)
+    for r in hidden:  # at the end of their category: the sort order must not hint at the name
+        last = max((i for i, o in enumerate(out["rows"])
+                    if o["kind"] == "bug" and o["category"] == r["category"]), default=None)
+        if last is None:
+            last = max(i for i, o in enumerate(out["rows"]) if o["kind"] != "decoy"
+                       and (o["kind"] == "reference" or o["category"] in _before(r, doc)))
+        out["rows"].insert(last + 1, r)
+    return out
+
+
+def _before(row, doc):
+    """The categories that come before this row's in the document."""
+    order = list(dict.fromkeys(r["category"] for r in doc["rows"] if r["kind"] == "bug"))
+    return order[:order.index(row["category"]) + 1]
+
+
+def exit_code(doc, min_caught=0):
+    s = doc["summary"]
+    return 0 if s["false_alarms"] == 0 and s["caught"] >= min_caught else 1

@@ -1,0 +1,213 @@
+"""Run a user's pytest suite against one implementation, in its own time-limited process.
+
+The suite is untrusted code. Each run is a fresh ``python -m pytest`` with the grading plugin
+(:mod:`attnzoo.grade.fixtures`), an empty ini file (the user's repository configuration and
+``PYTEST_ADDOPTS`` stay out) and no plugin autoloading (a grade must not depend on what else is
+installed). The only thing read back is the plugin's record file of JSON lines, each checked
+against the tests that were asked for. A watchdog reads the record as it grows: a test that runs
+past the time limit is killed and marked ``hung``; a test during which the process dies (a
+segfault, ``os._exit``) is marked ``died``; then a new process runs the tests not yet run.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TEST_SECONDS = 10.0  # per test
+START_SECONDS = 60.0  # from the process' start to its first test: imports, torch included
+POLL = 0.05
+OUTCOMES = ("passed", "failed", "error", "skipped", "hung", "died")
+CAUGHT = ("failed", "error", "hung", "died")
+
+
+@dataclass
+class Outcome:
+    outcome: str  # one of OUTCOMES
+    exception: str = ""  # the exception's type name for failed/error
+    text: str = ""  # pytest's failure text, or why it was skipped, hung or died
+
+    @property
+    def caught(self):
+        return self.outcome in CAUGHT
+
+    @property
+    def assertion(self):
+        """Failed on an assertion (np.testing's included), not on an exception or a crash."""
+        return self.outcome == "failed" and self.exception == "AssertionError"
+
+    def to_json(self):
+        return {"outcome": self.outcome, "exception": self.exception, "text": self.text}
+
+
+class SuiteError(Exception):
+    """The suite cannot be graded at all (it does not collect): one line, exit 2."""
+
+
+@dataclass
+class Suite:
+    """Where a suite lives and how pytest is started on it."""
+
+    path: Path  # a file or a folder
+    root: Path = field(init=False)
+
+    def __post_init__(self):
+        self.path = Path(self.path).resolve()
+        self.root = self.path if self.path.is_dir() else self.path.parent
+
+    def command(self, spec, args):
+        ini = Path(spec["record"]).with_suffix(".ini")
+        ini.write_text("[pytest]\n", encoding="utf-8")
+        return [sys.executable, "-m", "pytest", "-c", str(ini), f"--rootdir={self.root}",
+                f"--confcutdir={self.root}", "-p", "no:cacheprovider", "-p",
+                "attnzoo.grade.fixtures", f"--attnzoo-grade={json.dumps(spec)}", "-q",
+                "--tb=short", "-o", "console_output_style=classic", *args]
+
+    def env(self):
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("PYTEST_") and k != "ATTNZOO_DETECTORS"}
+        env.update(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTHONDONTWRITEBYTECODE="1",
+                   OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        return env
+
+
+def collect(suite):
+    """The suite's tests, each with the fixtures of attnzoo it asks for; SuiteError if broken."""
+    with tempfile.TemporaryDirectory(prefix="attnzoo-grade-") as tmp:
+        spec = {"record": os.path.join(tmp, "collect.jsonl"), "contract": "none",
+                "locator": ""}
+        proc, output = _spawn(suite, spec, ["--collect-only", str(suite.path)], tmp)
+        try:
+            code = proc.wait(timeout=START_SECONDS)
+        except subprocess.TimeoutExpired:
+            _kill(proc)
+            raise SuiteError(f"{suite.path}: collecting its tests took over {START_SECONDS:g} s: "
+                             "does a module hang on import?") from None
+        events = _read(spec["record"])
+    errors = [e for e in events if e.get("event") == "collect-error"]
+    if errors:
+        first = errors[0]
+        raise SuiteError(f"{first.get('where') or suite.path} does not collect: "
+                         f"{_last_line(first.get('text', ''))}: fix it and run again")
+    tests = {e["test"]: tuple(e.get("fixtures", ())) for e in events
+             if e.get("event") == "collected" and isinstance(e.get("test"), str)}
+    if code not in (0, 5) and not tests:
+        raise SuiteError(f"{suite.path}: pytest stopped while collecting (exit code {code}): "
+                         f"{_last_line(output)}")
+    return tests
+
+
+def run(suite, spec, tests, test_seconds=TEST_SECONDS):
+    """{test id: Outcome} for ``tests`` against the implementation ``spec`` names."""
+    results, remaining = {}, list(tests)
+    with tempfile.TemporaryDirectory(prefix="attnzoo-grade-") as tmp:
+        attempt = 0
+        while remaining:
+            attempt += 1
+            record = os.path.join(tmp, f"run{attempt}.jsonl")
+            done, stopped = _one_process(suite, dict(spec, record=record), remaining, tmp,
+                                         test_seconds)
+            results.update(done)
+            left = [t for t in remaining if t not in results]
+            if left and len(left) == len(remaining):  # no progress: the run cannot get going
+                for t in left:
+                    results[t] = Outcome("died", text=stopped or "the run stopped before it")
+                left = []
+            remaining = left
+    return {t: results[t] for t in tests}
+
+
+def _one_process(suite, spec, tests, tmp, test_seconds):
+    """Run until the process ends or a test overruns; the outcomes it reached, and why it ended."""
+    proc, output = _spawn(suite, spec, tests, tmp)
+    wanted, results = set(tests), {}
+    current, since, offset, stopped = None, time.monotonic(), 0, ""
+    while True:
+        code = proc.poll()
+        events, offset = _read_from(spec["record"], offset)
+        for e in events:
+            test = e.get("test")
+            if test not in wanted:
+                continue
+            if e.get("event") == "start":
+                current, since = test, time.monotonic()
+            elif e.get("event") == "done" and e.get("outcome") in OUTCOMES:
+                results[test] = Outcome(e["outcome"], str(e.get("exception", ""))[:200],
+                                        str(e.get("text", "")))
+                current, since = None, time.monotonic()
+        if code is not None:
+            break
+        limit = test_seconds if current else START_SECONDS + test_seconds
+        if time.monotonic() - since > limit:
+            _kill(proc)
+            if current:
+                results[current] = Outcome("hung", text=f"no result within {test_seconds:g} s; "
+                                           "the process was killed")
+            stopped = f"no test started within {limit:g} s"
+            return results, stopped
+        time.sleep(POLL)
+    if current and current not in results:
+        results[current] = Outcome("died", text=_how(code, output))
+    stopped = _how(code, output)
+    return results, stopped
+
+
+def _spawn(suite, spec, args, tmp):
+    output = tempfile.TemporaryFile(dir=tmp)
+    proc = subprocess.Popen(suite.command(spec, args), cwd=suite.root, env=suite.env(),
+                            stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    return proc, output
+
+
+def _kill(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the test's own children go too
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+
+
+def _how(code, output):
+    if code is not None and code < 0:
+        return f"the process was killed by {signal.Signals(-code).name} during this test"
+    return f"the process exited with code {code} during this test: {_last_line(output)}"
+
+
+def _last_line(source):
+    if hasattr(source, "seek"):
+        source.seek(0)
+        source = source.read()[-4000:].decode("utf-8", "replace")
+    lines = [ln.strip() for ln in str(source).splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("E ")]
+    line = (errors or lines or ["no output"])[-1]
+    return line.removeprefix("E ").strip()[:300]
+
+
+def _read(path):
+    return _read_from(path, 0)[0]
+
+
+def _read_from(path, offset):
+    """Complete JSON lines after ``offset``; anything that is not a JSON object is ignored."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            data = f.read()
+    except FileNotFoundError:
+        return [], offset
+    end = data.rfind(b"\n") + 1
+    events = []
+    for line in data[:end].splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            events.append(event)
+    return events, offset + end

@@ -1,0 +1,5 @@
+import numpy_but_misspelled  # noqa: F401
+
+
+def test_never(attention):
+    pass
