@@ -63,6 +63,8 @@ def text(section, detectors, verbose=False):
         lines.append(f"  {WORDS[f.verdict]:<7} {f.detector:<{width}}  {prop}")
         if f.verdict in CAUGHT or f.verdict == ERROR:
             lines.append(f"          {f.message}")
+            if f.evidence is not None and f.evidence.case:
+                lines.append(f"          case: {f.evidence.case}")
             if f.evidence is not None and f.evidence.snippet:
                 lines.append("          reproduce:")
                 lines += ["            " + s for s in f.evidence.snippet.splitlines()]
@@ -77,7 +79,7 @@ def text(section, detectors, verbose=False):
         parts[-1] += f" ({', '.join(detail)})"
     parts.append(f"{s['not_applicable']} n/a")
     if s["errors"]:
-        parts.append(f"{s['errors']} detector errors")
+        parts.append(f"{s['errors']} detector error" + ("s" if s["errors"] != 1 else ""))
     if s.get("not_run"):
         parts.append(f"{s['not_run']} not run")
     if s.get("not_run") and not s["flagged"]:

@@ -1,8 +1,16 @@
-"""Run one detector on one subject and turn whatever happens into a Finding."""
+"""Run one detector on one subject and turn whatever happens into a Finding.
+
+Applicability is decided here, once, from the detector's ``NEEDS`` (detectors.kit.needs):
+the parts that apply are handed to the detector through ``subject.parts``; when none does,
+or the detector made no call at all, the verdict is n/a and the message says why.
+"""
 
 import time
 import traceback
 
+from detectors.kit.expect import Mismatch
+from detectors.kit.needs import Needs, applicable
+from detectors.kit.needs import parts as declared
 from detectors.kit.verdict import (
     ERROR,
     NA,
@@ -24,15 +32,21 @@ def run(detector, subject, battery):
     finding = Finding(detector.NAME, subject.name, SURVIVED)
     start = time.perf_counter()
     try:
+        needs = getattr(detector, "NEEDS", Needs())
+        parts, reason = applicable(needs, subject.target, subject.manifest)
+        if not parts:
+            raise NotApplicable(reason)
+        subject.parts, subject.declared = parts, tuple(name for name, _ in declared(needs))
         detector.check(subject, battery)
         if subject.calls == 0:  # a property checked on no call at all has not been checked
             raise NotApplicable("none of its cases applies to this target")
         finding.message = f"[{detector.NAME}] held on every case"
-    except Flag as flag:
+    except (Flag, Mismatch) as flag:
+        if isinstance(flag, Mismatch):  # raised outside subject.case: the last call is the case
+            sent = [_Sent(subject.last)] if subject.last is not None else []
+            flag = Flag(flag, subject.evidence(sent, index=flag.index))
         finding.verdict, finding.evidence = flag.verdict, flag.evidence
-        finding.message = envelope(
-            detector.NAME, flag.evidence.expected, flag.evidence.actual, flag.evidence.call
-        )
+        finding.message = envelope(detector.NAME, flag.text, flag.evidence.call)
     except ImplementationFailure as failure:
         finding.verdict = failure.verdict
         call = subject.last
@@ -41,7 +55,8 @@ def run(detector, subject, battery):
             described, expected="an answer", actual=failure.what,
             snippet=subject.evidence([_Sent(call)]).snippet if call is not None else "",
         )
-        finding.message = envelope(detector.NAME, "an answer", failure.what, described)
+        finding.message = envelope(detector.NAME, f"expected an answer, got {failure.what}",
+                                   described)
     except NotApplicable as reason:
         finding.verdict, finding.message = NA, f"[{detector.NAME}] n/a: {reason}"
     except Exception as e:  # noqa: BLE001 - a detector bug is reported, never counted as a kill
@@ -51,6 +66,8 @@ def run(detector, subject, battery):
             f"[{detector.NAME}] detector error {type(e).__name__}: {e} "
             f"({where.filename.rsplit('/', 1)[-1]}:{where.lineno})"
         )
+    finally:
+        subject.parts = subject.declared = ()
     finding.seconds = time.perf_counter() - start
     finding.calls, finding.impl_seconds = subject.calls, subject.impl_seconds
     finding.notes = list(notes[seen:])  # what the implementation did during this detector

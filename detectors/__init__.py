@@ -1,8 +1,10 @@
 """Detectors: each file states one property of correct attention and tests it by behaviour.
 
 A detector module defines ``PROPERTY`` (one sentence), ``CLAUSES`` (the contract clauses of
-:mod:`reference` it reads), ``ORACLE`` (the kind of oracle it uses) and ``check(subject, battery)``,
-which returns when the property holds and raises a Flag with evidence when it does not.
+:mod:`reference` it reads), ``ORACLE`` (the kind of oracle it uses), ``NEEDS`` (what it needs of a
+target, :mod:`detectors.kit.needs`; without it, a detector applies to every target) and
+``check(subject, battery)``, which returns when the property holds and raises a mismatch inside
+``subject.case(…)`` when it does not.
 Modules are discovered from this folder, and from any folder named in the ``ATTNZOO_DETECTORS``
 environment variable (``os.pathsep``-separated) — how you try a detector of your own without
 touching the package. The baselines (``detectors/baselines``) are suites of typical tests kept

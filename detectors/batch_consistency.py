@@ -11,11 +11,14 @@ from dataclasses import replace
 import numpy as np
 
 from detectors.kit import expect
+from detectors.kit.needs import ATTENTION, SELF_ATTENTION
 from detectors.kit.tolerance import allowance
 
 PROPERTY = "Attending to a batch gives, for each item, what attending to that item alone gives."
 CLAUSES = ("C3", "C4")
 ORACLE = "metamorphic"
+NEEDS = {"attention": ATTENTION, "self-attention": SELF_ATTENTION}
+RELATION = "item {b} alone should equal item {b} of the batch"
 
 
 def item(a, b, rank, keep_rank):
@@ -28,17 +31,10 @@ def item(a, b, rank, keep_rank):
 
 
 def check(subject, battery):
-    keep_rank = subject.contract == "sdpa"  # SDPA shapes stay (N, ..., H, L, E)
-    tested = False
-    if subject.contract == "sdpa" or not subject.manifest.lacks("attention"):
-        for call in battery.calls(subject.contract, lambda s: len(s.q) >= 3 and s.q[0] > 1):
-            if not subject.supports(call):
-                continue
-            whole = subject.attend(call)
-            atol = allowance(subject, call, call.expected(subject.target.causal_alignment)[0])
-            expect.same_shape(subject, [whole], whole.out,
-                              call.expected(subject.target.causal_alignment)[0].shape, "out",
-                              call.name)
+    keep_rank = subject.heads_axis  # SDPA shapes stay (N, ..., H, L, E)
+    if subject.uses("attention"):
+        for call in subject.cases(battery, lambda s: len(s.q) >= 3 and s.q[0] > 1):
+            whole, atol = subject.baseline(call)
             rank = call.q.ndim
             for b in range(call.q.shape[0]):
                 parts = {n: item(getattr(call, n), b, rank, keep_rank)
@@ -47,22 +43,20 @@ def check(subject, battery):
                                v=parts["v"].shape)
                 alone = subject.attend(replace(call, spec=spec, **parts))
                 got = whole.out[b:b + 1] if keep_rank else whole.out[b]
-                expect.close(subject, [whole, alone], alone.out, got, atol, f"out[{b}]",
-                             call.name, f"item {b} alone should equal item {b} of the batch")
-            tested = True
-    if subject.contract == "sdpa" or not subject.manifest.lacks("causal_self_attention"):
+                with subject.case(call.name, whole, alone, relation=RELATION.format(b=b)):
+                    expect.agree(got, alone.out, atol, names=(f"f(batch)[{b}]", f"f(item {b})"))
+    if subject.uses("self-attention"):
         for call in battery.self_attention:
             if call.x.ndim < 3:
                 continue
             whole = subject.self_attend(call)
             out = call.expected()[0]
-            expect.same_shape(subject, [whole], whole.out, out.shape, "out", call.name)
+            with subject.case(call.name, whole):
+                expect.same_shape(whole.out, out.shape)
             atol = allowance(subject, call, out)
             for b in range(call.x.shape[0]):
                 single = replace(call, x=np.ascontiguousarray(call.x[b]))
                 alone = subject.self_attend(single)
-                expect.close(subject, [whole, alone], alone.out, whole.out[b], atol, f"out[{b}]",
-                             call.name, f"item {b} alone should equal item {b} of the batch")
-            tested = True
-    if not tested:
-        subject.need("attention", "causal_self_attention")
+                with subject.case(call.name, whole, alone, relation=RELATION.format(b=b)):
+                    expect.agree(whole.out[b], alone.out, atol,
+                                 names=(f"f(batch)[{b}]", f"f(item {b})"))

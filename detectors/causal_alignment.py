@@ -11,11 +11,13 @@ import numpy as np
 
 from detectors.kit import expect
 from detectors.kit.allowed import allowed
-from detectors.kit.verdict import NotApplicable
+from detectors.kit.needs import ATTENTION
 
 PROPERTY = "With is_causal and L ≠ S, each query row sees exactly the keys its declared alignment allows."
 CLAUSES = ("S2",)
 ORACLE = "differential"
+NEEDS = ATTENTION.but(contracts=("sdpa",), keywords=("is_causal",),
+                      why="is_causal is an SDPA argument; the lesson's causal mask is square")
 
 
 def keys(row):
@@ -23,22 +25,16 @@ def keys(row):
 
 
 def check(subject, battery):
-    if subject.contract != "sdpa":
-        raise NotApplicable("is_causal is an SDPA argument; the lesson's causal mask is square")
-    if "is_causal" not in subject.manifest.keywords:
-        raise NotApplicable("the callable takes no is_causal")
     alignment = subject.target.causal_alignment
-    for call in battery.calls("sdpa", lambda s: s.causal and "rectangular" in s.tags):
-        if not subject.supports(call):
-            continue
+    for call in subject.cases(battery, lambda s: s.causal and "rectangular" in s.tags):
         answer = subject.attend(call, weights=True)
         keep = allowed(call, alignment)
-        expect.same_shape(subject, [answer], answer.weights, keep.shape, "weights", call.name)
-        sees = answer.weights != 0
-        wrong = np.argwhere((sees != keep).any(axis=-1))
-        if len(wrong):
-            index = tuple(wrong[0])
-            expect.holds(subject, [answer], False,
-                         f"query row {index[-1]} to see keys {keys(keep[index])} ({alignment})",
-                         f"keys {keys(sees[index])}", call.name, index,
-                         f"is_causal with L={call.q.shape[-2]}, S={call.k.shape[-2]}")
+        relation = f"is_causal with L={call.q.shape[-2]}, S={call.k.shape[-2]}"
+        with subject.case(call.name, answer, relation=relation):
+            expect.same_shape(answer.weights, keep.shape, "weights")
+            sees = answer.weights != 0
+            wrong = np.argwhere((sees != keep).any(axis=-1))
+            if len(wrong):
+                index = tuple(wrong[0])
+                expect.fail(f"query row {index[-1]} to see keys {keys(keep[index])} ({alignment})",
+                            f"keys {keys(sees[index])}", index)

@@ -14,6 +14,7 @@ import numpy as np
 
 from detectors.kit import expect
 from detectors.kit.allowed import allowed
+from detectors.kit.needs import ATTENTION, SELF_ATTENTION
 from detectors.kit.tolerance import allowance
 
 PROPERTY = "Changing token j (its embedding, or its key and value) changes no output row that may not see j."
@@ -21,15 +22,15 @@ CLAUSES = ("C1", "C4", "S2")
 ORACLE = "perturbation"
 BUMP = 2.5  # added to the perturbed token: on the grid, and far larger than any tolerance
 FLOOD = 64.0  # multiplies it: its scores leave exp's range, so a shared normaliser shows too
+NEEDS = {"self-attention": SELF_ATTENTION, "attention": ATTENTION}
 
 
 def check(subject, battery):
-    tested = False
-    if subject.contract == "sdpa" or not subject.manifest.lacks("causal_self_attention"):
+    if subject.uses("self-attention"):
         for call in battery.self_attention:
             base = subject.self_attend(call)
-            expect.same_shape(subject, [base], base.out, call.expected()[0].shape, "out",
-                              call.name)
+            with subject.case(call.name, base):
+                expect.same_shape(base.out, call.expected()[0].shape)
             atol = allowance(subject, call, call.expected()[0])
             T = call.x.shape[-2]
             for j in range(1, T):
@@ -38,17 +39,14 @@ def check(subject, battery):
                     x = call.x.copy()
                     x[..., j, :] = x[..., j, :] + BUMP if how == "bumped" else x[..., j, :] * FLOOD
                     moved = subject.self_attend(replace(call, x=x))
-                    expect.close(subject, [base, moved], np.where(before, moved.out, 0.0),
-                                 np.where(before, base.out, 0.0), atol, "out", call.name,
-                                 f"rows before token {j} must not change when token {j} is {how}")
-            tested = True
-    for call in battery.calls(subject.contract, lambda s: "causal" in s.tags):
-        if not subject.supports(call):
-            continue
-        keys_must_not_leak(subject, call)
-        tested = True
-    if not tested:
-        subject.need("causal_self_attention", "attention")
+                    relation = f"rows before token {j} must not change when token {j} is {how}"
+                    with subject.case(call.name, base, moved, relation=relation):
+                        expect.agree(np.where(before, base.out, 0.0),
+                                     np.where(before, moved.out, 0.0), atol,
+                                     names=("f(X)", f"f(X with token {j} {how})"))
+    if subject.uses("attention"):
+        for call in subject.cases(battery, lambda s: "causal" in s.tags):
+            keys_must_not_leak(subject, call)
 
 
 def keys_must_not_leak(subject, call):
@@ -56,8 +54,8 @@ def keys_must_not_leak(subject, call):
     base = subject.attend(call)
     atol = allowance(subject, call, call.expected(alignment)[0])
     keep = allowed(call, alignment)  # (..., L, S)
-    expect.same_shape(subject, [base], base.out, keep.shape[:-1] + call.v.shape[-1:], "out",
-                      call.name)
+    with subject.case(call.name, base):
+        expect.same_shape(base.out, keep.shape[:-1] + call.v.shape[-1:])
     for j in range(call.k.shape[-2]):
         blind = ~keep[..., :, j]  # (..., L): rows that may not see key j
         if not blind.any():
@@ -67,6 +65,7 @@ def keys_must_not_leak(subject, call):
         v[..., j, :] += BUMP
         moved = subject.attend(call.with_(k=k, v=v))
         rows = blind[..., None]  # (..., L, 1)
-        expect.close(subject, [base, moved], np.where(rows, moved.out, 0.0),
-                     np.where(rows, base.out, 0.0), atol, "out", call.name,
-                     f"rows that may not see key {j} must not change when key {j} changes")
+        relation = f"rows that may not see key {j} must not change when key {j} changes"
+        with subject.case(call.name, base, moved, relation=relation):
+            expect.agree(np.where(rows, base.out, 0.0), np.where(rows, moved.out, 0.0), atol,
+                         names=("f(x)", f"f(x with key {j} changed)"))

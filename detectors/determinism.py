@@ -6,36 +6,35 @@ disagree, which turns every other test into a coin toss.
 """
 
 from detectors.kit import expect
+from detectors.kit.needs import ATTENTION, SELF_ATTENTION
 
 PROPERTY = "Calling twice with identical inputs returns bit-identical results (also with dropout_p=0 passed explicitly)."
 CLAUSES = ("C7", "S5")
 ORACLE = "side-effect"
+NEEDS = {"attention": ATTENTION, "self-attention": SELF_ATTENTION,
+         "dropout_p=0": ATTENTION.but(contracts=("sdpa",), keywords=("dropout_p",))}
+TWICE = "the same call made twice"
+NAMES = ("1st f(x)", "2nd f(x)")
 
 
 def check(subject, battery):
-    lesson = subject.contract == "lesson"
-    tested = False
-    if not lesson or not subject.manifest.lacks("attention"):
-        explicit = not lesson and "dropout_p" in subject.manifest.keywords
-        for call in battery.calls(subject.contract):
-            if not subject.supports(call):
-                continue
-            first, second = subject.attend(call, weights=lesson), subject.attend(call, weights=lesson)
-            expect.equal(subject, [first, second], second.out, first.out, "out", call.name,
-                         "the same call made twice")
-            if lesson:
-                expect.equal(subject, [first, second], second.weights, first.weights, "weights",
-                             call.name, "the same call made twice")
-            if explicit:
+    if subject.uses("attention"):
+        dropout = subject.uses("dropout_p=0")
+        for call in subject.cases(battery):
+            weights = subject.weights_free
+            first = subject.attend(call, weights=weights)
+            second = subject.attend(call, weights=weights)
+            with subject.case(call.name, first, second, relation=TWICE):
+                expect.identical(first.out, second.out, names=NAMES)
+                if weights:
+                    expect.identical(first.weights, second.weights, "weights", NAMES)
+            if dropout:
                 zero = subject.attend(call, extra={"dropout_p": 0.0})
-                expect.equal(subject, [first, zero], zero.out, first.out, "out", call.name,
-                             "dropout_p=0.0 passed explicitly should change nothing")
-        tested = True
-    if not lesson or not subject.manifest.lacks("causal_self_attention"):
+                with subject.case(call.name, first, zero,
+                                  relation="dropout_p=0.0 passed explicitly should change nothing"):
+                    expect.identical(first.out, zero.out, names=("f(x)", "f(x, dropout_p=0.0)"))
+    if subject.uses("self-attention"):
         for call in battery.self_attention:
             first, second = subject.self_attend(call), subject.self_attend(call)
-            expect.equal(subject, [first, second], second.out, first.out, "out", call.name,
-                         "the same call made twice")
-        tested = True
-    if not tested:
-        subject.need("attention", "causal_self_attention")
+            with subject.case(call.name, first, second, relation=TWICE):
+                expect.identical(first.out, second.out, names=NAMES)

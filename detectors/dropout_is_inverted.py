@@ -14,20 +14,18 @@ import numpy as np
 from detectors.kit import expect
 from detectors.kit.battery import Call, Spec, grid
 from detectors.kit.tolerance import allowance
-from detectors.kit.verdict import NotApplicable
+from detectors.kit.needs import ATTENTION
 
 PROPERTY = "With dropout_p = p each weight is 0 or w/(1−p), and about a share p of them is 0."
 CLAUSES = ("S5",)
 ORACLE = "special-input"
 RATES = (0.5, 0.2)
 SIGMAS = 6.0
+NEEDS = ATTENTION.but(contracts=("sdpa",), keywords=("dropout_p",),
+                      why="dropout is an SDPA argument; the lesson contract has none")
 
 
 def check(subject, battery):
-    if subject.contract != "sdpa":
-        raise NotApplicable("dropout is an SDPA argument; the lesson contract has none")
-    if "dropout_p" not in subject.manifest.keywords:
-        raise NotApplicable("the callable takes no dropout_p")
     rng = np.random.default_rng(battery.seed)
     q, k = grid(rng, (2, 4, 16, 5)), grid(rng, (2, 4, 24, 5))
     eye = np.broadcast_to(np.eye(24), (2, 4, 24, 24)).copy()  # V = I: out is the weights
@@ -37,19 +35,22 @@ def check(subject, battery):
     atol = allowance(subject, call, weights, what="weights")
     for p in RATES:
         dropped = subject.attend(call, extra={"dropout_p": p}, seed=battery.seed)
-        expect.same_shape(subject, [dropped], dropped.out, weights.shape, "out", call.name)
+        with subject.case(call.name, dropped):
+            expect.same_shape(dropped.out, weights.shape)
         kept = np.abs(dropped.out - plain.out / (1 - p)) <= atol / (1 - p)
         zero = dropped.out == 0
         bad = ~(kept | zero)
-        if bad.any():
-            index = tuple(np.argwhere(bad)[0])
-            expect.holds(subject, [plain, dropped], False,
-                         f"{expect.at('out', index)} = 0 or {expect.fmt(plain.out[index] / (1 - p))}"
-                         f" (w / (1 - {p}))", expect.fmt(dropped.out[index]),
-                         f"dropout_p={p}", index, "with V = I the output is the dropped weights")
+        with subject.case(f"dropout_p={p}", plain, dropped,
+                          relation="with V = I the output is the dropped weights"):
+            if bad.any():
+                index = expect.first(bad)
+                expect.fail(f"{expect.at('out', index)} = 0 or "
+                            f"{expect.fmt(plain.out[index] / (1 - p))} (w / (1 - {p}))",
+                            expect.fmt(dropped.out[index]), index)
         n = plain.out.size
         share = zero.mean()
         band = SIGMAS * math.sqrt(p * (1 - p) / n)
-        expect.holds(subject, [plain, dropped], abs(share - p) <= band,
-                     f"a share of zeros within {p} ± {band:.3f}", f"{share:.3f}",
-                     f"dropout_p={p}", None, f"{n} weights with dropout_p={p}")
+        with subject.case(f"dropout_p={p}", plain, dropped,
+                          relation=f"{expect.plural(n, 'weight')} with dropout_p={p}"):
+            expect.holds(abs(share - p) <= band, f"a share of zeros within {p} ± {band:.3f}",
+                         f"{share:.3f}")

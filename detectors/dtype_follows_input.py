@@ -7,39 +7,35 @@ and breaks whoever consumes the result.
 """
 
 from detectors.kit import expect
+from detectors.kit.needs import ATTENTION, CAUSAL_MASK, SELF_ATTENTION, SOFTMAX
 
 PROPERTY = "causal_mask returns bool; every output has the dtype of the inputs (float64, float32, float16, bfloat16)."
 CLAUSES = ("C1", "C6")
 ORACLE = "invariant"
+NEEDS = {"causal_mask": CAUSAL_MASK, "softmax": SOFTMAX, "attention": ATTENTION,
+         "self-attention": SELF_ATTENTION}
 
 
 def dtypes(subject):
     return ("float64", "float32", "float16") + (("bfloat16",) if subject.backend == "torch" else ())
 
 
+def returns(subject, answer, dtype, what, case):
+    with subject.case(case, answer):
+        expect.dtype(answer.dtype, dtype, what)
+
+
 def check(subject, battery):
-    lesson = subject.contract == "lesson"
-    tested = False
-    if lesson and not subject.manifest.lacks("causal_mask"):
-        answer = subject.causal_mask(4)
-        expect.dtype(subject, [answer], answer.dtype, "bool", "mask", "causal_mask(4)")
-        tested = True
-    attention = [c for c in battery.calls(subject.contract) if subject.supports(c)][:3]
+    if subject.uses("causal_mask"):
+        returns(subject, subject.causal_mask(4), "bool", "mask", "causal_mask(4)")
+    attention = subject.cases(battery)[:3]
     for dtype in dtypes(subject):
-        if lesson and not subject.manifest.lacks("softmax"):
+        if subject.uses("softmax"):
             call = battery.softmax[-1]
-            answer = subject.softmax(call.x, dtype=dtype)
-            expect.dtype(subject, [answer], answer.dtype, dtype, "softmax", call.name)
-            tested = True
-        if not lesson or not subject.manifest.lacks("attention"):
+            returns(subject, subject.softmax(call.x, dtype=dtype), dtype, "softmax", call.name)
+        if subject.uses("attention"):
             for call in attention:
-                answer = subject.attend(call, dtype=dtype)
-                expect.dtype(subject, [answer], answer.dtype, dtype, "out", call.name)
-            tested = True
-        if not lesson or not subject.manifest.lacks("causal_self_attention"):
+                returns(subject, subject.attend(call, dtype=dtype), dtype, "out", call.name)
+        if subject.uses("self-attention"):
             call = battery.self_attention[0]
-            answer = subject.self_attend(call, dtype=dtype)
-            expect.dtype(subject, [answer], answer.dtype, dtype, "out", call.name)
-            tested = True
-    if not tested:
-        subject.need("causal_mask", "softmax", "attention", "causal_self_attention")
+            returns(subject, subject.self_attend(call, dtype=dtype), dtype, "out", call.name)

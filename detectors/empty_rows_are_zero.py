@@ -10,11 +10,13 @@ import numpy as np
 
 from detectors.kit import expect
 from detectors.kit.allowed import empty_rows
+from detectors.kit.needs import ATTENTION
 from detectors.kit.tolerance import allowance
 
 PROPERTY = "Rows with no allowed key give all-zero weights and an all-zero output row; no NaN or inf anywhere."
 CLAUSES = ("C5",)
 ORACLE = "special-input"
+NEEDS = ATTENTION
 
 
 def fully_masked(call):
@@ -25,27 +27,22 @@ def fully_masked(call):
 
 
 def check(subject, battery):
-    if subject.contract == "lesson":
-        subject.need("attention")
     alignment = subject.target.causal_alignment
-    calls = [c for c in battery.calls(subject.contract) if subject.supports(c)]
+    calls = subject.cases(battery)
     with_empty = [c for c in calls if empty_rows(c, alignment).any()]
     masked = [c for c in calls if (c.mask is not None or c.bias is not None) and not c.causal]
-    cases = with_empty + [fully_masked(c) for c in masked[:2]]
-    if not cases:
-        subject.need("a masked call")
-    for call in cases:
+    for call in with_empty + [fully_masked(c) for c in masked[:2]]:
         answer = subject.attend(call, weights=True)
         empty = empty_rows(call, alignment)  # (..., L)
         out, weights = call.expected(alignment)
-        expect.finite(subject, [answer], answer.out, "out", call.name)
-        expect.finite(subject, [answer], answer.weights, "weights", call.name)
-        expect.same_shape(subject, [answer], answer.out, out.shape, "out", call.name)
-        expect.same_shape(subject, [answer], answer.weights, weights.shape, "weights", call.name)
+        with subject.case(call.name, answer):
+            expect.finite(answer.out, "out")
+            expect.finite(answer.weights, "weights")
+            expect.same_shape(answer.out, out.shape, "out")
+            expect.same_shape(answer.weights, weights.shape, "weights")
         rows = empty[..., None]
-        expect.close(subject, [answer], np.where(rows, answer.weights, 0.0), np.zeros_like(weights),
-                     allowance(subject, call, weights, what="weights"), "weights", call.name,
-                     "rows with no allowed key must be all zero")
-        expect.close(subject, [answer], np.where(rows, answer.out, 0.0), np.zeros_like(out),
-                     allowance(subject, call, out), "out", call.name,
-                     "rows with no allowed key must be all zero")
+        with subject.case(call.name, answer, relation="rows with no allowed key must be all zero"):
+            expect.close(np.where(rows, answer.weights, 0.0), np.zeros_like(weights),
+                         allowance(subject, call, weights, what="weights"), "weights")
+            expect.close(np.where(rows, answer.out, 0.0), np.zeros_like(out),
+                         allowance(subject, call, out), "out")

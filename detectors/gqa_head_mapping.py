@@ -10,24 +10,23 @@ import numpy as np
 
 from detectors.kit import expect
 from detectors.kit.tolerance import allowance
-from detectors.kit.verdict import NotApplicable
+from detectors.kit.needs import ATTENTION
 from reference import loop_oracle
 
 PROPERTY = "Under enable_gqa, query head h reads key/value head h // (H_q / H_kv), as the loop oracle does."
 CLAUSES = ("S4",)
 ORACLE = "differential"
+NEEDS = ATTENTION.but(contracts=("sdpa",), keywords=("enable_gqa",),
+                      why="grouped-query attention is an SDPA argument; the lesson has none")
 
 
 def check(subject, battery):
-    if subject.contract != "sdpa":
-        raise NotApplicable("grouped-query attention is an SDPA argument; the lesson has none")
-    if "enable_gqa" not in subject.manifest.keywords:
-        raise NotApplicable("the callable takes no enable_gqa")
     alignment = subject.target.causal_alignment
-    for call in battery.calls("sdpa", lambda s: s.gqa):
+    for call in subject.cases(battery, lambda s: s.gqa):
         answer = subject.attend(call)
         out = call.expected(alignment)[0]
-        expect.same_shape(subject, [answer], answer.out, out.shape, "out", call.name)
+        with subject.case(call.name, answer):
+            expect.same_shape(answer.out, out.shape)
         atol = allowance(subject, call, out)
         H, H_kv = call.q.shape[-3], call.k.shape[-3]
         g = H // H_kv
@@ -39,9 +38,10 @@ def check(subject, battery):
                     np.all(np.abs(got - head_with(call, h, j, alignment)) <= atol)]
             actual = f"output matching key/value head {used[0]}" if used else \
                 "output matching no key/value head"
-            expect.holds(subject, [answer], False,
-                         f"query head {h} to read key/value head {h // g} (g = {g})", actual,
-                         call.name, (h,), "enable_gqa: kv head j serves heads j*g .. j*g+g-1")
+            with subject.case(call.name, answer,
+                              relation="enable_gqa: kv head j serves heads j*g .. j*g+g-1"):
+                expect.fail(f"query head {h} to read key/value head {h // g} (g = {g})", actual,
+                            (h,))
 
 
 def head_with(call, h, j, alignment):

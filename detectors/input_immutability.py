@@ -7,33 +7,27 @@ next time they are used.
 """
 
 from detectors.kit import expect
+from detectors.kit.needs import ATTENTION, SELF_ATTENTION, SOFTMAX
 
 PROPERTY = "No function of the contract modifies any of its arguments."
 CLAUSES = ("C7",)
 ORACLE = "side-effect"
+NEEDS = {"softmax": SOFTMAX, "attention": ATTENTION, "self-attention": SELF_ATTENTION}
 
 
 def unchanged(subject, answer, case):
-    if answer.mutated:
-        expect.holds(subject, [answer], False, f"{', '.join(answer.mutated)} left unchanged",
-                     f"{', '.join(answer.mutated)} modified by the call", case)
+    with subject.case(case, answer):
+        expect.holds(not answer.mutated, f"{', '.join(answer.mutated)} left unchanged",
+                     f"{', '.join(answer.mutated)} modified by the call")
 
 
 def check(subject, battery):
-    lesson = subject.contract == "lesson"
-    tested = False
-    if lesson and not subject.manifest.lacks("softmax"):
+    if subject.uses("softmax"):
         for call in battery.softmax:
             unchanged(subject, subject.softmax(call.x), call.name)
-        tested = True
-    if not lesson or not subject.manifest.lacks("attention"):
-        for call in battery.calls(subject.contract):
-            if subject.supports(call):
-                unchanged(subject, subject.attend(call), call.name)
-        tested = True
-    if not lesson or not subject.manifest.lacks("causal_self_attention"):
+    if subject.uses("attention"):
+        for call in subject.cases(battery):
+            unchanged(subject, subject.attend(call), call.name)
+    if subject.uses("self-attention"):
         for call in battery.self_attention:
             unchanged(subject, subject.self_attend(call), call.name)
-        tested = True
-    if not tested:
-        subject.need("softmax", "attention", "causal_self_attention")

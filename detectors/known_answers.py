@@ -12,30 +12,36 @@ from detectors.kit import expect
 from detectors.kit import lessons
 from detectors.kit.battery import SelfCall, SelfSpec, SoftmaxCall
 from detectors.kit.lesson_calls import example, unbatched
+from detectors.kit.needs import ATTENTION, CAUSAL_MASK, SELF_ATTENTION, SOFTMAX
 from detectors.kit.tolerance import allowance
 
 PROPERTY = "The lessons' worked examples (seeds 000 and 003) give the numbers the lessons print."
 CLAUSES = ("C1", "C2", "C3", "C4")
 ORACLE = "known-answer"
+NEEDS = {"causal_mask": CAUSAL_MASK, "softmax": SOFTMAX, "attention": ATTENTION,
+         "self-attention": SELF_ATTENTION}
 
 
 def compare(subject, answer, call, weights, out, case):
     got_w, got_out = unbatched(answer.weights, weights.shape), unbatched(answer.out, out.shape)
-    expect.close(subject, [answer], got_w, weights,
-                 allowance(subject, call, weights, what="weights"), "weights", case)
-    expect.close(subject, [answer], got_out, out, allowance(subject, call, out), "out", case)
+    with subject.case(case, answer):
+        expect.close(got_w, weights, allowance(subject, call, weights, what="weights"),
+                     "weights")
+        expect.close(got_out, out, allowance(subject, call, out), "out")
 
 
 def check(subject, battery):
-    if subject.contract == "lesson" and not subject.manifest.lacks("causal_mask"):
+    if subject.uses("causal_mask"):
         answer = subject.causal_mask(3)
-        expect.equal(subject, [answer], answer.out, lessons.MASK003, "mask", "seed 003 mask")
-    if subject.contract == "lesson" and not subject.manifest.lacks("softmax"):
+        with subject.case("seed 003 mask", answer):
+            expect.equal(answer.out, lessons.MASK003, "mask")
+    if subject.uses("softmax"):
         call = SoftmaxCall(lessons.SOFTMAX_X, "seed 000 softmax")
         answer = subject.softmax(call.x)
-        expect.close(subject, [answer], answer.out, lessons.SOFTMAX_EXACT,
-                     allowance(subject, call, lessons.SOFTMAX_EXACT), "softmax", call.name)
-    if subject.contract == "sdpa" or not subject.manifest.lacks("attention"):
+        with subject.case(call.name, answer):
+            expect.close(answer.out, lessons.SOFTMAX_EXACT,
+                         allowance(subject, call, lessons.SOFTMAX_EXACT), "softmax")
+    if subject.uses("attention"):
         for name, q, mask, weights, out in (
             ("seed 000 example", lessons.Q000, None, lessons.WEIGHTS000_EXACT,
              lessons.OUT000_EXACT),
@@ -47,10 +53,10 @@ def check(subject, battery):
         call = example("seed 003 unmasked", lessons.Q003, None, subject)
         answer = subject.attend(call, weights=True)
         row = unbatched(answer.weights, (3, 3))[0]
-        expect.close(subject, [answer], row, lessons.UNMASKED003_ROW0_EXACT,
-                     allowance(subject, call, row, what="weights"), "weights[0]",
-                     "seed 003 unmasked")
-    if subject.contract == "sdpa" or not subject.manifest.lacks("causal_self_attention"):
+        with subject.case("seed 003 unmasked", answer):
+            expect.close(row, lessons.UNMASKED003_ROW0_EXACT,
+                         allowance(subject, call, row, what="weights"), "weights[0]")
+    if subject.uses("self-attention"):
         x = np.eye(3)  # X = I makes the projections the lesson's Q, K, V
         call = SelfCall(SelfSpec("seed 003 via X = I", (3, 3), 2, 2), x, lessons.Q003,
                         lessons.K, lessons.V, "seed 003 via X = I")

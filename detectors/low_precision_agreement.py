@@ -8,11 +8,13 @@ tests do). Casting to half "for speed", a fill value that overflows (âˆ’1e9 is â
 """
 
 from detectors.kit import expect
+from detectors.kit.needs import ATTENTION, SELF_ATTENTION, SOFTMAX
 from detectors.kit.tolerance import allowance
 
 PROPERTY = "At float32/float16/bfloat16 the error against float64 attention is at most a small multiple of the reference's own."
 CLAUSES = ("C6",)
 ORACLE = "special-input"
+NEEDS = {"softmax": SOFTMAX, "attention": ATTENTION, "self-attention": SELF_ATTENTION}
 
 
 def precisions(subject):
@@ -21,37 +23,28 @@ def precisions(subject):
 
 
 def check(subject, battery):
-    lesson = subject.contract == "lesson"
     alignment = subject.target.causal_alignment
-    tested = False
     for dtype in precisions(subject):
-        if lesson and not subject.manifest.lacks("softmax"):
+        if subject.uses("softmax"):
             for call in battery.softmax:
                 answer = subject.softmax(call.x, dtype=dtype)
                 want = call.expected()
-                expect.close(subject, [answer], answer.out, want,
-                             allowance(subject, call, want, dtype), "softmax",
-                             f"{call.name} at {dtype}")
-            tested = True
-        if not lesson or not subject.manifest.lacks("attention"):
-            for call in battery.calls(subject.contract):
-                if not subject.supports(call):
-                    continue
-                answer = subject.attend(call, weights=lesson, dtype=dtype)
+                with subject.case(f"{call.name} at {dtype}", answer):
+                    expect.close(answer.out, want, allowance(subject, call, want, dtype),
+                                 "softmax")
+        if subject.uses("attention"):
+            for call in subject.cases(battery):
+                answer = subject.attend(call, weights=subject.weights_free, dtype=dtype)
                 out, weights = call.expected(alignment)
-                expect.close(subject, [answer], answer.out, out,
-                             allowance(subject, call, out, dtype), "out", f"{call.name} at {dtype}")
-                if lesson:
-                    expect.close(subject, [answer], answer.weights, weights,
-                                 allowance(subject, call, weights, dtype, "weights"), "weights",
-                                 f"{call.name} at {dtype}")
-            tested = True
-        if not lesson or not subject.manifest.lacks("causal_self_attention"):
+                with subject.case(f"{call.name} at {dtype}", answer):
+                    expect.close(answer.out, out, allowance(subject, call, out, dtype))
+                    if subject.weights_free:
+                        expect.close(answer.weights, weights,
+                                     allowance(subject, call, weights, dtype, "weights"),
+                                     "weights")
+        if subject.uses("self-attention"):
             for call in battery.self_attention:
                 answer = subject.self_attend(call, dtype=dtype)
                 out = call.expected()[0]
-                expect.close(subject, [answer], answer.out, out,
-                             allowance(subject, call, out, dtype), "out", f"{call.name} at {dtype}")
-            tested = True
-    if not tested:
-        subject.need("softmax", "attention", "causal_self_attention")
+                with subject.case(f"{call.name} at {dtype}", answer):
+                    expect.close(answer.out, out, allowance(subject, call, out, dtype))

@@ -10,13 +10,14 @@ import numpy as np
 
 from detectors.kit import expect
 from detectors.kit.allowed import dead_keys
-from detectors.kit.verdict import NotApplicable
+from detectors.kit.needs import ATTENTION
 
 PROPERTY = "Setting keys and values that no query may attend to huge finite values changes nothing."
 CLAUSES = ("C3", "S1")
 ORACLE = "perturbation"
 POISON = {"float64": 1e12, "float32": 1e12, "bfloat16": 1e12, "float16": 512.0}
 VALUE_POISON = {"float64": 1e12, "float32": 1e12, "bfloat16": 1e12, "float16": 3e4}
+NEEDS = ATTENTION
 
 
 def last_key_forbidden(call):
@@ -31,13 +32,8 @@ def last_key_forbidden(call):
 
 
 def check(subject, battery):
-    if subject.contract == "lesson":
-        subject.need("attention")
     alignment = subject.target.causal_alignment
-    masked = [c for c in battery.calls(subject.contract)
-              if subject.supports(c) and (c.mask is not None or c.bias is not None)]
-    if not masked:
-        raise NotApplicable("no masked call in the battery suits this target")
+    masked = [c for c in subject.cases(battery) if c.mask is not None or c.bias is not None]
     cases = [c for c in masked if dead_keys(c, alignment).any()]
     cases += [last_key_forbidden(c) for c in masked if not c.causal and
               (c.mask if c.mask is not None else c.bias).shape[-1] == c.k.shape[-2]]
@@ -45,11 +41,13 @@ def check(subject, battery):
         dead = dead_keys(call, alignment)  # (..., S) shaped like K's leading dims
         if not dead.any():
             continue
-        base, atol = expect.baseline(subject, call)
+        base, atol = subject.baseline(call)
         k, v = call.k.copy(), call.v.copy()
         signs = np.where(np.arange(k.shape[-1]) % 2 == 0, 1.0, -1.0)  # some scores up, some down
         k[dead] = POISON[subject.dtype] * signs
         v[dead] = VALUE_POISON[subject.dtype]
         poisoned = subject.attend(call.with_(k=k, v=v))
-        expect.close(subject, [base, poisoned], poisoned.out, base.out, atol, "out", call.name,
-                     "keys and values no query may see were set to huge values")
+        with subject.case(call.name, base, poisoned,
+                          relation="keys and values no query may see were set to huge values"):
+            expect.agree(base.out, poisoned.out, atol,
+                         names=("f(x)", "f(x, forbidden keys poisoned)"))

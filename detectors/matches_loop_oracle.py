@@ -7,47 +7,44 @@ message: it says *that* the numbers differ, and the other detectors say *why*.
 """
 
 from detectors.kit import expect
+from detectors.kit.needs import ATTENTION, CAUSAL_MASK, SELF_ATTENTION, SOFTMAX
 from detectors.kit.tolerance import allowance
 from reference import loop_oracle
 
 PROPERTY = "Every function of the contract agrees with the plain-loop oracle on the whole battery."
 CLAUSES = ("C1", "C2", "C3", "C4", "C5", "S1", "S2", "S3", "S4")
 ORACLE = "differential"
+NEEDS = {"causal_mask": CAUSAL_MASK, "softmax": SOFTMAX, "attention": ATTENTION,
+         "self-attention": SELF_ATTENTION}
+
+
+def matches(subject, answer, case, out, weights, call):
+    """out (and weights, when the answer has them) against the oracle's."""
+    with subject.case(case, answer):
+        expect.close(answer.out, out, allowance(subject, call, out))
+        if answer.weights is not None:
+            expect.close(answer.weights, weights, allowance(subject, call, weights, what="weights"),
+                         "weights")
 
 
 def check(subject, battery):
     alignment = subject.target.causal_alignment
-    if subject.contract == "lesson" and not subject.manifest.lacks("causal_mask"):
+    if subject.uses("causal_mask"):
         for T in (1, 2, 3, 6):
             answer = subject.causal_mask(T)
-            expect.equal(subject, [answer], answer.out, loop_oracle.causal_mask(T), "mask",
-                         f"causal_mask({T})")
-    if subject.contract == "lesson" and not subject.manifest.lacks("softmax"):
+            with subject.case(f"causal_mask({T})", answer):
+                expect.equal(answer.out, loop_oracle.causal_mask(T), "mask")
+    if subject.uses("softmax"):
         for call in battery.softmax:
             answer = subject.softmax(call.x)
             want = call.expected()
-            expect.close(subject, [answer], answer.out, want, allowance(subject, call, want),
-                         "softmax", call.name)
-    if subject.contract == "sdpa" or not subject.manifest.lacks("attention"):
-        lesson = subject.contract == "lesson"
-        for call in battery.calls(subject.contract):
-            if not subject.supports(call):
-                continue
-            answer = subject.attend(call, weights=lesson)
-            out, weights = call.expected(alignment)
-            expect.close(subject, [answer], answer.out, out, allowance(subject, call, out),
-                         "out", call.name)
-            if lesson:
-                expect.close(subject, [answer], answer.weights, weights,
-                             allowance(subject, call, weights, what="weights"), "weights",
-                             call.name)
-    if subject.contract == "sdpa" or not subject.manifest.lacks("causal_self_attention"):
+            with subject.case(call.name, answer):
+                expect.close(answer.out, want, allowance(subject, call, want), "softmax")
+    if subject.uses("attention"):
+        for call in subject.cases(battery):
+            answer = subject.attend(call, weights=subject.weights_free)
+            matches(subject, answer, call.name, *call.expected(alignment), call)
+    if subject.uses("self-attention"):
         for call in battery.self_attention:
-            answer = subject.self_attend(call, weights=subject.contract == "lesson")
-            out, weights = call.expected()
-            expect.close(subject, [answer], answer.out, out, allowance(subject, call, out),
-                         "out", call.name)
-            if answer.weights is not None:
-                expect.close(subject, [answer], answer.weights, weights,
-                             allowance(subject, call, weights, what="weights"), "weights",
-                             call.name)
+            answer = subject.self_attend(call, weights=subject.weights_free)
+            matches(subject, answer, call.name, *call.expected(), call)

@@ -7,22 +7,21 @@ weight matrix, values that were masked or scaled on the side.
 """
 
 from detectors.kit import expect
+from detectors.kit.needs import ATTENTION
 from detectors.kit.tolerance import allowance
 
 PROPERTY = "The output equals the returned weights times V (for output-only kernels: f(V) = f(I) @ V)."
 CLAUSES = ("C3",)
 ORACLE = "invariant"
+NEEDS = ATTENTION
 
 
 def check(subject, battery):
-    if subject.contract == "lesson":
-        subject.need("attention")
-    for call in battery.calls(subject.contract):
-        if not subject.supports(call):
-            continue
+    for call in subject.cases(battery):
         answer = subject.attend(call, weights=True)
         out, weights = call.expected(subject.target.causal_alignment)
-        expect.same_shape(subject, [answer], answer.weights, weights.shape, "weights", call.name)
-        recombined = answer.weights @ call.v_per_query_head()  # (..., L, S) @ (..., S, Ev)
-        expect.close(subject, [answer], answer.out, recombined, allowance(subject, call, out),
-                     "out", call.name, "out should equal weights @ V")
+        with subject.case(call.name, answer, relation="out should equal weights @ V"):
+            expect.same_shape(answer.weights, weights.shape, "weights")
+            recombined = answer.weights @ call.v_per_query_head()  # (..., L, S) @ (..., S, Ev)
+            expect.agree(recombined, answer.out, allowance(subject, call, out),
+                         names=("(weights @ V)", "out"))

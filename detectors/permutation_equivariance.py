@@ -9,10 +9,12 @@ a transposed mask, a softmax over the wrong axis, keys paired with the wrong val
 import numpy as np
 
 from detectors.kit import expect
+from detectors.kit.needs import ATTENTION
 
 PROPERTY = "Permuting queries permutes output rows; permuting keys with their values changes nothing."
 CLAUSES = ("C3", "S1")
 ORACLE = "metamorphic"
+NEEDS = ATTENTION
 
 
 def permuted(a, order, axis, size):
@@ -28,23 +30,22 @@ def derangement(n, rng):
 
 
 def check(subject, battery):
-    if subject.contract == "lesson":
-        subject.need("attention")
     rng = np.random.default_rng(battery.seed)
-    for call in battery.calls(subject.contract, lambda s: not s.causal):
-        if not subject.supports(call):
-            continue
-        base, atol = expect.baseline(subject, call)
+    for call in subject.cases(battery, lambda s: not s.causal):
+        base, atol = subject.baseline(call)
         L, S = call.q.shape[-2], call.k.shape[-2]
         rows = derangement(L, rng)
         moved = subject.attend(call.with_(
             q=np.take(call.q, rows, axis=-2), mask=permuted(call.mask, rows, -2, L),
             bias=permuted(call.bias, rows, -2, L)))
-        expect.close(subject, [base, moved], moved.out, np.take(base.out, rows, axis=-2), atol,
-                     "out", call.name, f"permuting queries by {rows.tolist()} should permute rows")
+        relation = f"permuting queries by {rows.tolist()} should permute rows"
+        with subject.case(call.name, base, moved, relation=relation):
+            expect.agree(np.take(base.out, rows, axis=-2), moved.out, atol,
+                         names=("f(x)[P]", "f(x[P])"))
         cols = derangement(S, rng)
         moved = subject.attend(call.with_(
             k=np.take(call.k, cols, axis=-2), v=np.take(call.v, cols, axis=-2),
             mask=permuted(call.mask, cols, -1, S), bias=permuted(call.bias, cols, -1, S)))
-        expect.close(subject, [base, moved], moved.out, base.out, atol, "out", call.name,
-                     f"permuting keys and values by {cols.tolist()} should change nothing")
+        relation = f"permuting keys and values by {cols.tolist()} should change nothing"
+        with subject.case(call.name, base, moved, relation=relation):
+            expect.agree(base.out, moved.out, atol, names=("f(x)", "f(x, keys permuted)"))

@@ -9,21 +9,27 @@ causal mask misaligned for a single query all break it.
 
 from dataclasses import replace
 
-
 from detectors.kit import expect
 from detectors.kit.battery import Call, Spec
+from detectors.kit.expect import plural
+from detectors.kit.needs import ATTENTION, SELF_ATTENTION
 from detectors.kit.tolerance import allowance
 
 PROPERTY = "Row t of causal self-attention equals the prefix run on tokens 0..t and the one-query decode step t."
 CLAUSES = ("C4", "S2")
 ORACLE = "metamorphic"
+NEEDS = {
+    "prefix": SELF_ATTENTION,
+    "decode": SELF_ATTENTION.but(functions=("causal_self_attention", "attention")),
+    "chunk": ATTENTION.but(contracts=("sdpa",), keywords=("is_causal",)),  # bottom-right only
+}
 
 
-def decode_step(call, t, sdpa):
+def decode_step(call, t, heads):
     """Query t against keys/values 0..t, no mask: the KV-cache decode step."""
     q, k, v = call.projections()  # (..., T, d_k), (..., T, d_k), (..., T, d_v)
     q, k, v = q[..., t:t + 1, :], k[..., :t + 1, :], v[..., :t + 1, :]
-    if sdpa:
+    if heads:
         lead = (q.shape[0] if q.ndim == 3 else 1, 1)
         q, k, v = (a.reshape(lead + a.shape[-2:]) for a in (q, k, v))
     spec = Spec(f"{call.name} decode {t}", q.shape, k.shape, v.shape)
@@ -31,30 +37,31 @@ def decode_step(call, t, sdpa):
 
 
 def check(subject, battery):
-    sdpa = subject.contract == "sdpa"
-    if not sdpa:
-        subject.need("causal_self_attention")
-    bottom_right = sdpa and subject.target.causal_alignment == "bottom-right"
+    bottom_right = subject.uses("chunk") and subject.target.causal_alignment == "bottom-right"
     for call in battery.self_attention:
         full = subject.self_attend(call)
         out = call.expected()[0]
-        expect.same_shape(subject, [full], full.out, out.shape, "out", call.name)
+        with subject.case(call.name, full):
+            expect.same_shape(full.out, out.shape)
         atol = allowance(subject, call, out)
         T = call.x.shape[-2]
         for t in range(1, T):
             prefix = subject.self_attend(replace(call, x=call.x[..., :t, :].copy(),
                                                  name=f"{call.name} prefix {t}"))
-            expect.close(subject, [full, prefix], prefix.out, full.out[..., :t, :], atol,
-                         f"out[..., :{t}, :]", call.name,
-                         f"the prefix of {t} tokens should reproduce the first {t} rows")
-        if sdpa or not subject.manifest.lacks("attention"):
+            relation = (f"the prefix of {plural(t, 'token')} should reproduce the first "
+                        + ("row" if t == 1 else f"{t} rows"))
+            with subject.case(call.name, full, prefix, relation=relation):
+                expect.agree(full.out[..., :t, :], prefix.out, atol,
+                             names=(f"f(X)[..., :{t}, :]", f"f(X[..., :{t}, :])"))
+        if subject.uses("decode"):
             for t in range(T):
-                step = subject.attend(decode_step(call, t, sdpa))
-                got = step.out.reshape(full.out[..., t:t + 1, :].shape) \
-                    if step.out.size == full.out[..., t:t + 1, :].size else step.out
-                expect.close(subject, [full, step], got, full.out[..., t:t + 1, :], atol,
-                             f"out[..., {t}:{t + 1}, :]", call.name,
-                             f"decoding token {t} against the cached keys should give row {t}")
+                step = subject.attend(decode_step(call, t, subject.heads_axis))
+                want = full.out[..., t:t + 1, :]
+                got = step.out.reshape(want.shape) if step.out.size == want.size else step.out
+                with subject.case(call.name, full, step, relation=f"decoding token {t} against "
+                                  f"the cached keys should give row {t}"):
+                    expect.agree(want, got, atol,
+                                 names=(f"f(X)[..., {t}:{t + 1}, :]", f"decode step {t}"))
         if bottom_right:
             chunk_prefill(subject, call, full, atol)
 
@@ -70,5 +77,6 @@ def chunk_prefill(subject, call, full, atol):
     chunk = subject.attend(Call(spec, q[..., t0:, :].copy(), k, v, name=spec.name))
     want = full.out[..., t0:, :]
     got = chunk.out.reshape(want.shape) if chunk.out.size == want.size else chunk.out
-    expect.close(subject, [full, chunk], got, want, atol, f"out[..., {t0}:, :]", call.name,
-                 "a bottom-right causal chunk of queries should reproduce the last rows")
+    relation = "a bottom-right causal chunk of queries should reproduce the last rows"
+    with subject.case(call.name, full, chunk, relation=relation):
+        expect.agree(want, got, atol, names=(f"f(X)[..., {t0}:, :]", f"f(chunk {t0}:{T})"))

@@ -8,26 +8,25 @@ whole matrix, or batch items sharing a normaliser all let one query move another
 import numpy as np
 
 from detectors.kit import expect
+from detectors.kit.needs import ATTENTION
 
 PROPERTY = "Changing query i changes output row i only; every other row stays as it was."
 CLAUSES = ("C3",)
 ORACLE = "perturbation"
 BUMP = 1.5
+NEEDS = ATTENTION
 
 
 def check(subject, battery):
-    if subject.contract == "lesson":
-        subject.need("attention")
-    for call in battery.calls(subject.contract):
+    for call in subject.cases(battery, lambda s: s.q[-2] >= 2):
         L = call.q.shape[-2]
-        if not subject.supports(call) or L < 2:
-            continue
-        base, atol = expect.baseline(subject, call)
+        base, atol = subject.baseline(call)
         for i in sorted({0, L // 2, L - 1}):
             q = call.q.copy()
             q[..., i, :] += BUMP
             moved = subject.attend(call.with_(q=q))
             others = (np.arange(L) != i)[:, None]  # (L, 1)
-            expect.close(subject, [base, moved], np.where(others, moved.out, 0.0),
-                         np.where(others, base.out, 0.0), atol, "out", call.name,
-                         f"changing query {i} should leave every other row unchanged")
+            relation = f"changing query {i} should leave every other row unchanged"
+            with subject.case(call.name, base, moved, relation=relation):
+                expect.agree(np.where(others, base.out, 0.0), np.where(others, moved.out, 0.0),
+                             atol, names=("f(x)", f"f(x with query {i} changed)"))

@@ -13,12 +13,16 @@ from dataclasses import replace
 import numpy as np
 
 from detectors.kit import expect
+from detectors.kit.needs import ATTENTION
 from detectors.kit.tolerance import allowance
 
 PROPERTY = "Scores scale with 1/√d_k of the key width only (zero-padding d_k, widening V), and scale=s equals Q·s·√E."
 CLAUSES = ("C3", "S3")
 ORACLE = "metamorphic"
 PAD = 3
+NEEDS = {"widths": ATTENTION,
+         "scale": ATTENTION.but(contracts=("sdpa",), keywords=("scale",),
+                                why="scale is an SDPA argument; the lesson contract has none")}
 
 
 def padded(call, pad):
@@ -39,34 +43,34 @@ def widened(call, extra, rng):
 
 
 def check(subject, battery):
-    if subject.contract == "lesson":
-        subject.need("attention")
     rng = np.random.default_rng(battery.seed)
     alignment = subject.target.causal_alignment
-    for call in battery.calls(subject.contract, lambda s: s.scale is None):
-        if not subject.supports(call):
-            continue
-        base, atol = expect.baseline(subject, call)
-        wider = padded(call, PAD)
-        moved = subject.attend(wider)
-        expect.close(subject, [base, moved], moved.out, base.out, atol, "out", wider.name,
-                     f"zero-padding d_k by {PAD} and rescaling Q should change nothing")
-        wide_v = widened(call, PAD + 1, rng)
-        moved = subject.attend(wide_v)
-        Ev = call.v.shape[-1]
-        expect.close(subject, [base, moved], moved.out[..., :Ev], base.out, atol,
-                     f"out[..., :{Ev}]", wide_v.name,
-                     "extra value columns should leave the original output columns unchanged")
-    if subject.contract != "sdpa" or "scale" not in subject.manifest.keywords:
+    if subject.uses("widths"):
+        for call in subject.cases(battery, lambda s: s.scale is None):
+            base, atol = subject.baseline(call)
+            wider = padded(call, PAD)
+            moved = subject.attend(wider)
+            relation = f"zero-padding d_k by {PAD} and rescaling Q should change nothing"
+            with subject.case(wider.name, base, moved, relation=relation):
+                expect.agree(base.out, moved.out, atol,
+                             names=("f(x)", f"f(x, d_k padded by {PAD})"))
+            wide_v = widened(call, PAD + 1, rng)
+            moved = subject.attend(wide_v)
+            Ev = call.v.shape[-1]
+            with subject.case(wide_v.name, base, moved, relation="extra value columns should "
+                              "leave the original output columns unchanged"):
+                expect.agree(base.out, moved.out[..., :Ev], atol,
+                             names=("f(V)", f"f([V, W])[..., :{Ev}]"))
+    if not subject.uses("scale"):
         return
-    for call in battery.calls("sdpa", lambda s: s.scale is not None):
-        if not subject.supports(call):
-            continue
+    for call in subject.cases(battery, lambda s: s.scale is not None):
         given = subject.attend(call)
         E = call.q.shape[-1]
         as_query = replace(call, spec=replace(call.spec, scale=None),
                            q=call.q * call.scale * math.sqrt(E), name=f"{call.name} as Q·s·√E")
         folded = subject.attend(as_query)
-        expect.close(subject, [given, folded], given.out, folded.out,
-                     allowance(subject, call, call.expected(alignment)[0]), "out", call.name,
-                     f"scale={call.scale} should equal multiplying Q by scale·√E")
+        atol = allowance(subject, call, call.expected(alignment)[0])
+        relation = f"scale={call.scale} should equal multiplying Q by scale·√E"
+        with subject.case(call.name, given, folded, relation=relation):
+            expect.agree(folded.out, given.out, atol,
+                         names=("f(Q·s·√E)", f"f(Q, scale={call.scale})"))

@@ -16,12 +16,14 @@ import numpy as np
 
 from detectors.kit import expect
 from detectors.kit.battery import SoftmaxCall
+from detectors.kit.needs import ATTENTION, SELF_ATTENTION, SOFTMAX
 from detectors.kit.tolerance import allowance
 
 PROPERTY = "Adding a constant to every score of a row (±1000 at float64, alternating by row, beyond exp's range) changes nothing."
 CLAUSES = ("C2", "C3")
 ORACLE = "metamorphic"
 SHIFT = {"float64": 1000.0, "float32": 100.0, "bfloat16": 100.0, "float16": 16.0}
+NEEDS = {"softmax": SOFTMAX, "attention": ATTENTION, "self-attention": SELF_ATTENTION}
 
 
 def alternating(n, shift):
@@ -31,6 +33,14 @@ def alternating(n, shift):
 
 def label(shift):
     return f"rows shifted by {shift:+g}, {-shift:+g}, ..."
+
+
+def shifted_scores(call, shift):
+    """x + c_i on row i of the lesson softmax's scores (all of x for a single row)."""
+    if call.x.ndim == 1:
+        return SoftmaxCall(call.x + shift, f"{call.name}, {label(shift)}")
+    x = call.x + alternating(call.x.shape[-2], shift)[:, None]  # (..., R, C) + (R, 1)
+    return SoftmaxCall(x, f"{call.name}, {label(shift)}")
 
 
 def shifted_call(call, shift):
@@ -60,46 +70,29 @@ def shifted_self_call(call, shift):
     return replace(call, x=x, w_q=w_q, w_k=w_k, w_v=w_v, name=f"{call.name}, {label(shift)}")
 
 
+def parts(subject, battery):
+    """(calls, how to make one, how to shift its scores, its exact output, names) per part."""
+    alignment = subject.target.causal_alignment
+    if subject.uses("softmax"):
+        yield (battery.softmax, lambda c: subject.softmax(c.x), shifted_scores,
+               SoftmaxCall.expected, ("softmax(x)", "softmax(x + c)"))
+    if subject.uses("attention"):
+        yield (subject.cases(battery, lambda s: s.scale is None), subject.attend, shifted_call,
+               lambda c: c.expected(alignment)[0], ("f(x)", "f(x′)"))
+    if subject.uses("self-attention"):
+        yield (battery.self_attention, subject.self_attend, shifted_self_call,
+               lambda c: c.expected()[0], ("f(X)", "f(X′)"))
+
+
 def check(subject, battery):
     shift = SHIFT[subject.dtype]
-    tested = False
-    if subject.contract == "lesson" and not subject.manifest.lacks("softmax"):
-        for call in battery.softmax:
-            base = subject.softmax(call.x)
-            rows = call.x.shape[-2] if call.x.ndim > 1 else 1
+    for calls, run, shifted, exact, names in parts(subject, battery):
+        for call in calls:
+            base = run(call)
             for s in (shift, -shift):
-                moved_call = SoftmaxCall(call.x + alternating(rows, s)[:, None] if call.x.ndim > 1
-                                         else call.x + s, f"{call.name}, {label(s)}")
-                moved = subject.softmax(moved_call.x)
-                atol = allowance(subject, moved_call, call.expected())
-                expect.close(subject, [base, moved], moved.out, base.out, atol, "softmax",
-                             moved_call.name, f"softmax(x + c_row), {label(s)}, should equal "
-                             "softmax(x)")
-        tested = True
-    if subject.contract == "sdpa" or not subject.manifest.lacks("attention"):
-        alignment = subject.target.causal_alignment
-        for call in battery.calls(subject.contract, lambda s: s.scale is None):
-            if not subject.supports(call):
-                continue
-            base = subject.attend(call)
-            out = call.expected(alignment)[0]
-            for s in (shift, -shift):
-                moved_call = shifted_call(call, s)
-                moved = subject.attend(moved_call)
-                expect.close(subject, [base, moved], moved.out, base.out,
-                             allowance(subject, moved_call, out), "out", moved_call.name,
-                             f"shifting each row's scores ({label(s)}) should change nothing")
-        tested = True
-    if subject.contract == "sdpa" or not subject.manifest.lacks("causal_self_attention"):
-        for call in battery.self_attention:
-            base = subject.self_attend(call)
-            out = call.expected()[0]
-            for s in (shift, -shift):
-                moved_call = shifted_self_call(call, s)
-                moved = subject.self_attend(moved_call)
-                expect.close(subject, [base, moved], moved.out, base.out,
-                             allowance(subject, moved_call, out), "out", moved_call.name,
-                             f"shifting each row's scores ({label(s)}) should change nothing")
-        tested = True
-    if not tested:
-        subject.need("softmax", "attention")
+                moved_call = shifted(call, s)
+                moved = run(moved_call)
+                relation = f"shifting each row's scores ({label(s)}) should change nothing"
+                with subject.case(moved_call.name, base, moved, relation=relation):
+                    expect.agree(base.out, moved.out, allowance(subject, moved_call, exact(call)),
+                                 names=names)

@@ -10,6 +10,7 @@ import numpy as np
 
 from detectors.kit import expect
 from detectors.kit.allowed import allowed
+from detectors.kit.needs import ATTENTION, SOFTMAX
 from detectors.kit.tolerance import allowance
 
 PROPERTY = (
@@ -18,44 +19,39 @@ PROPERTY = (
 )
 CLAUSES = ("C2", "C3", "C5", "S1")
 ORACLE = "invariant"
+NEEDS = {"softmax": SOFTMAX, "attention": ATTENTION}
 
 
 def distribution(subject, answer, weights, keep, atol, case):
     """Check one weights array against the allowed pattern ``keep`` (same shape)."""
-    expect.finite(subject, [answer], weights, "weights", case)
-    expect.same_shape(subject, [answer], weights, keep.shape, "weights", case)
-    negative = weights < -atol
-    if negative.any():
-        index = tuple(np.argwhere(negative)[0])
-        expect.holds(subject, [answer], False, f"{expect.at('weights', index)} >= 0",
-                     expect.fmt(weights[index]), case, index)
-    leaked = ~keep & (weights != 0)
-    if leaked.any():
-        index = tuple(np.argwhere(leaked)[0])
-        expect.holds(subject, [answer], False,
-                     f"{expect.at('weights', index)} = 0 exactly (a forbidden key)",
-                     expect.fmt(weights[index]), case, index)
-    sums = weights.sum(axis=-1)
-    want = keep.any(axis=-1).astype(float)
-    expect.close(subject, [answer], sums, want, atol * keep.shape[-1], "row sum", case)
+    with subject.case(case, answer):
+        expect.finite(weights, "weights")
+        expect.same_shape(weights, keep.shape, "weights")
+        negative = weights < -atol
+        if negative.any():
+            index = expect.first(negative)
+            expect.fail(f"{expect.at('weights', index)} >= 0", expect.fmt(weights[index]), index)
+        leaked = ~keep & (weights != 0)
+        if leaked.any():
+            index = expect.first(leaked)
+            expect.fail(f"{expect.at('weights', index)} = 0 exactly (a forbidden key)",
+                        expect.fmt(weights[index]), index)
+        expect.close(weights.sum(axis=-1), keep.any(axis=-1).astype(float),
+                     atol * keep.shape[-1], "row sum")
 
 
 def check(subject, battery):
     alignment = subject.target.causal_alignment
-    if subject.contract == "lesson" and not subject.manifest.lacks("softmax"):
+    if subject.uses("softmax"):
         for call in battery.softmax:
             answer = subject.softmax(call.x)
             keep = ~np.isneginf(call.x)
             distribution(subject, answer, answer.out, keep,
                          allowance(subject, call, call.expected()), call.name)
-    if subject.contract == "lesson" and subject.manifest.lacks("attention"):
-        subject.need("softmax")
-        return
-    for call in battery.calls(subject.contract):
-        if not subject.supports(call):
-            continue
-        answer = subject.attend(call, weights=True)
-        keep = allowed(call, alignment)
-        want = call.expected(alignment)[1]
-        distribution(subject, answer, answer.weights, keep,
-                     allowance(subject, call, want, what="weights"), call.name)
+    if subject.uses("attention"):
+        for call in subject.cases(battery):
+            answer = subject.attend(call, weights=True)
+            keep = allowed(call, alignment)
+            want = call.expected(alignment)[1]
+            distribution(subject, answer, answer.weights, keep,
+                         allowance(subject, call, want, what="weights"), call.name)

@@ -10,10 +10,13 @@ import numpy as np
 from detectors.kit import expect
 from detectors.kit.battery import SelfCall, SelfSpec
 from detectors.kit.lesson_calls import as_call, unbatched
+from detectors.kit.needs import SELF_ATTENTION
 
 PROPERTY = "Random square inputs, with and without a causal mask, match F.scaled_dot_product_attention (atol 1e-6)."
 CLAUSES = ("C3", "C4")
 ORACLE = "baseline"
+NEEDS = {"self-attention": SELF_ATTENTION,
+         "attention": SELF_ATTENTION.but(functions=("causal_self_attention", "attention"))}
 
 
 def check(subject, battery):
@@ -25,17 +28,15 @@ def suite(subject):
     import torch  # here, not at import: discovering the detectors must not load torch
     import torch.nn.functional as F
 
-    if subject.contract == "lesson":
-        subject.need("causal_self_attention")
     rng = np.random.default_rng(1)
     for trial in range(3):
         q, k, v = (rng.standard_normal((4, 8)) for _ in range(3))
         want = F.scaled_dot_product_attention(*map(torch.from_numpy, (q, k, v))).numpy()
-        if subject.contract == "sdpa" or not subject.manifest.lacks("attention"):
+        if subject.uses("attention"):
             a = subject.attend(as_call(subject, q, k, v, name=f"random #{trial}"))
-            expect.holds(subject, [a], np.allclose(unbatched(a.out, (4, 8)), want, atol=1e-6),
-                         "F.scaled_dot_product_attention's output", "a different output",
-                         f"random #{trial}")
+            with subject.case(f"random #{trial}", a):
+                expect.holds(np.allclose(unbatched(a.out, (4, 8)), want, atol=1e-6),
+                             "F.scaled_dot_product_attention's output", "a different output")
         x = rng.standard_normal((2, 4, 8))
         ws = [rng.standard_normal((8, 8)) / 3 for _ in range(3)]
         call = SelfCall(SelfSpec(f"random causal #{trial}", x.shape, 8, 8), x, *ws,
@@ -43,6 +44,7 @@ def suite(subject):
         a = subject.self_attend(call)
         q, k, v = (torch.from_numpy(p) for p in call.projections())
         want = F.scaled_dot_product_attention(q, k, v, is_causal=True).numpy()
-        expect.holds(subject, [a], a.out.shape == want.shape and np.allclose(a.out, want, atol=1e-6),
-                     "F.scaled_dot_product_attention(is_causal=True)'s output",
-                     "a different output", call.name)
+        with subject.case(call.name, a):
+            expect.holds(a.out.shape == want.shape and np.allclose(a.out, want, atol=1e-6),
+                         "F.scaled_dot_product_attention(is_causal=True)'s output",
+                         "a different output")

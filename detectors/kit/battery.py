@@ -1,10 +1,13 @@
 """The case battery: declarative specs, materialised as seeded calls.
 
-Within a spec every size differs from every other (B ≠ H ≠ L ≠ S ≠ E ≠ Ev), so a swapped axis
-either crashes or shows — except in the few specs whose point is a size of one (a batch of one,
-a single head), where ``squeeze`` and friends go wrong. Some specs pass their arrays as
-non-contiguous views, which ``.view`` and friends trip over. Values lie on a grid of 1/8: exact in every float format, short to
-print in a reproduction, and still irregular enough that no two rows agree by accident.
+Within a spec every size other than 1 differs from every other (B, H query heads, L, S, E, Ev
+of an attention spec; B, T, d_model, d_k, d_v of a self-attention one), so a swapped axis
+either crashes or shows — except L = S in the four square causal specs (batch-causal,
+heads-causal, causal-square, gqa-causal), whose causal mask is square. Sizes of 1 are the point
+of a few specs (a batch of one, a single head, a single key or query), where ``squeeze`` and
+friends go wrong. Some specs pass their arrays as non-contiguous views, which ``.view`` and
+friends trip over. Values lie on a grid of 1/8: exact in every float format, short to print in
+a reproduction, and still irregular enough that no two rows agree by accident.
 """
 
 import functools
@@ -86,7 +89,7 @@ ATTENTION = (
          mask="key-padding", mask_shape=(3, 1, 1, 6)),
     Spec("heads-per-head-mask", q=(2, 4, 3, 5), k=(2, 4, 6, 5), v=(2, 4, 6, 7), mask="random",
          mask_shape=(2, 4, 3, 6), strided=True),
-    Spec("one-head", q=(2, 1, 4, 3), k=(2, 1, 5, 3), v=(2, 1, 5, 6), mask="random",
+    Spec("heads-of-one", q=(2, 1, 4, 3), k=(2, 1, 5, 3), v=(2, 1, 5, 6), mask="random",
          mask_shape=(2, 1, 4, 5)),
     Spec("heads-shared-mask", q=(2, 3, 4, 6), k=(2, 3, 5, 6), v=(2, 3, 5, 7), mask="random",
          mask_shape=(4, 5)),

@@ -1,8 +1,36 @@
-"""Comparisons that raise a :class:`Flag` carrying the first offending index and both values."""
+"""Pure assertions on arrays (as chex's are): each returns, or raises a :class:`Mismatch` that
+says where (the first offending index), what came back, what was due and the allowance.
+
+They know nothing of calls or cases: ``subject.case(name, *answers, relation=…)`` wraps them
+and attaches the calls, the case, the relation and the reproduction in one place. Two kinds of
+comparison read differently, because they are different claims: :func:`close` compares the
+implementation with a known answer ("expected … , got …"); :func:`agree` compares two of its
+own outputs, which a metamorphic relation says are equal ("f(x)[i] = …, f(x′)[i] = …, should
+be equal").
+"""
 
 import numpy as np
 
-from detectors.kit.verdict import KILLED, NAN, Flag
+from detectors.kit.verdict import KILLED, NAN
+
+
+class Mismatch(AssertionError):
+    """A failed comparison: ``expected`` (what should hold) and ``actual`` (what came back)."""
+
+    def __init__(self, expected, actual, index=None, verdict=KILLED, text=""):
+        self.expected, self.actual, self.index, self.verdict = expected, actual, index, verdict
+        self.text = text or f"expected {expected}, got {actual}"
+        super().__init__(self.text)
+
+    def because(self, relation):
+        """The same mismatch with the relation that makes it one."""
+        if not relation:
+            return self
+        if self.text.endswith(")") and "should be equal (" in self.text:  # see agree
+            text = f"{self.text[:-1]}; {relation})"
+            return Mismatch(f"{self.expected[:-1]}; {relation})", self.actual, self.index,
+                            self.verdict, text)
+        return Mismatch(f"{self.expected} ({relation})", self.actual, self.index, self.verdict)
 
 
 def fmt(x):
@@ -15,79 +43,104 @@ def at(name, index):
     return f"{name}[{', '.join(str(int(i)) for i in index)}]" if index else name
 
 
-def baseline(subject, call):
-    """The subject's own answer to ``call`` (checked for shape) and the error allowed on it:
-    the starting point of every relation that compares the subject with itself."""
-    from detectors.kit.tolerance import allowance
-
-    answer = subject.attend(call)
-    out = call.expected(subject.target.causal_alignment)[0]
-    same_shape(subject, [answer], answer.out, out.shape, "out", call.name)
-    return answer, allowance(subject, call, out)
+def plural(n, word):
+    """``1 token``, ``2 tokens``."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def close(subject, answers, actual, expected, atol, what="out", case="", relation=""):
-    """Flag unless ``actual`` has ``expected``'s shape and every entry is within ``atol``."""
-    actual, expected = np.asarray(actual), np.asarray(expected)
-    same_shape(subject, answers, actual, expected.shape, what, case, relation)
+def first(bad):
+    return tuple(int(i) for i in np.argwhere(bad)[0])
+
+
+def same_shape(actual, shape, what="out"):
+    actual = np.asarray(actual)
+    if actual.shape != tuple(shape):
+        raise Mismatch(f"{what} of shape {tuple(shape)}", f"shape {actual.shape}")
+
+
+def _far(actual, expected, atol):
+    """Bool: entries further apart than ``atol`` (NaN matches NaN, inf matches the same inf)."""
     both_nan = np.isnan(actual) & np.isnan(expected)
     same_inf = np.isinf(actual) & (actual == expected)
     with np.errstate(invalid="ignore"):
-        bad = ~(np.abs(actual - expected) <= atol) & ~both_nan & ~same_inf
-    if not bad.any():
-        return
-    index = tuple(np.argwhere(bad)[0])
-    got, want = actual[index], expected[index]
-    verdict = NAN if not np.isfinite(got) and np.isfinite(want) else KILLED
-    evidence = subject.evidence(answers, case, index, relation)
-    raise Flag(because(f"{at(what, index)} = {fmt(want)} (± {atol:.2g})", relation), fmt(got),
-               evidence, verdict)
+        return ~(np.abs(actual - expected) <= atol) & ~both_nan & ~same_inf
 
 
-def equal(subject, answers, actual, expected, what="out", case="", relation=""):
-    """Flag unless the two arrays are identical, bit for bit (NaN equal to NaN)."""
+def close(actual, expected, atol, what="out"):
+    """``actual`` has ``expected``'s shape and every entry is within ``atol`` of the answer."""
     actual, expected = np.asarray(actual), np.asarray(expected)
-    same_shape(subject, answers, actual, expected.shape, what, case, relation)
-    if actual.dtype == bool or expected.dtype == bool:
-        bad = actual != expected
-    else:
-        bad = ~((actual == expected) | (np.isnan(actual) & np.isnan(expected)))
+    same_shape(actual, expected.shape, what)
+    bad = _far(actual, expected, atol)
+    if bad.any():
+        index = first(bad)
+        got, want = actual[index], expected[index]
+        verdict = NAN if not np.isfinite(got) and np.isfinite(want) else KILLED
+        raise Mismatch(f"{at(what, index)} = {fmt(want)} (± {atol:.2g})", fmt(got), index,
+                       verdict)
+
+
+def agree(before, after, atol, what="out", names=("f(x)", "f(x′)")):
+    """Two outputs of the implementation that a relation says are equal (within ``atol``)."""
+    before, after = np.asarray(before), np.asarray(after)
+    same_shape(after, before.shape, f"{names[1]} {what}".strip())
+    _differ(before, after, _far(after, before, atol), f"± {atol:.2g}", what, names)
+
+
+def identical(before, after, what="out", names=("f(x)", "f(x′)")):
+    """Two outputs that must be equal bit for bit (NaN equal to NaN)."""
+    before, after = np.asarray(before), np.asarray(after)
+    same_shape(after, before.shape, f"{names[1]} {what}".strip())
+    _differ(before, after, _unequal(after, before), "exactly", what, names)
+
+
+def _differ(before, after, bad, allowance, what, names):
     if not bad.any():
         return
-    index = tuple(np.argwhere(bad)[0])
-    evidence = subject.evidence(answers, case, index, relation)
-    raise Flag(because(f"{at(what, index)} = {fmt(expected[index])} exactly", relation),
-               fmt(actual[index]), evidence)
+    index = first(bad)
+    a, b = (f"{n}{'' if what == 'out' else ' ' + what}" for n in names)
+    got = f"{at(a, index)} = {fmt(before[index])}, {at(b, index)} = {fmt(after[index])}"
+    verdict = NAN if not np.isfinite(after[index]) and np.isfinite(before[index]) else KILLED
+    raise Mismatch(f"{at(a, index)} = {at(b, index)} ({allowance})", got, index, verdict,
+                   f"{got}, should be equal ({allowance})")
 
 
-def because(expected, relation):
-    """The expectation with the relation that makes it one, when there is one."""
-    return f"{expected} ({relation})" if relation else expected
+def _unequal(actual, expected):
+    if actual.dtype == bool or expected.dtype == bool:
+        return actual != expected
+    return ~((actual == expected) | (np.isnan(actual) & np.isnan(expected)))
 
 
-def same_shape(subject, answers, actual, shape, what="out", case="", relation=""):
-    if actual.shape != tuple(shape):
-        evidence = subject.evidence(answers, case, None, relation)
-        raise Flag(f"{what} of shape {tuple(shape)}", f"shape {actual.shape}", evidence)
+def equal(actual, expected, what="out"):
+    """``actual`` is the known answer ``expected``, bit for bit (NaN equal to NaN)."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    same_shape(actual, expected.shape, what)
+    bad = _unequal(actual, expected)
+    if bad.any():
+        index = first(bad)
+        raise Mismatch(f"{at(what, index)} = {fmt(expected[index])} exactly",
+                       fmt(actual[index]), index)
 
 
-def finite(subject, answers, actual, what="out", case="", relation=""):
-    """Flag the first NaN or inf."""
+def finite(actual, what="out"):
+    """No NaN or inf anywhere."""
     actual = np.asarray(actual)
     bad = ~np.isfinite(actual)
     if bad.any():
-        index = tuple(np.argwhere(bad)[0])
-        evidence = subject.evidence(answers, case, index, relation)
-        raise Flag(f"{at(what, index)} finite", fmt(actual[index]), evidence, NAN)
+        index = first(bad)
+        raise Mismatch(f"{at(what, index)} finite", fmt(actual[index]), index, NAN)
 
 
-def holds(subject, answers, ok, expected, actual, case="", index=None, relation=""):
-    """Flag with free-form expected/actual texts unless ``ok``."""
-    if not ok:
-        raise Flag(because(expected, relation), actual,
-                   subject.evidence(answers, case, index, relation))
-
-
-def dtype(subject, answers, got, want, what="out", case=""):
+def dtype(got, want, what="out"):
     if got != want:
-        raise Flag(f"{what} of dtype {want}", got, subject.evidence(answers, case))
+        raise Mismatch(f"{what} of dtype {want}", got)
+
+
+def holds(ok, expected, actual, index=None):
+    """A property stated in words: ``expected`` should hold, ``actual`` is what was seen."""
+    if not ok:
+        fail(expected, actual, index)
+
+
+def fail(expected, actual, index=None):
+    """An unconditional failure, for a check whose test is not a comparison of arrays."""
+    raise Mismatch(expected, actual, index)

@@ -11,7 +11,7 @@ from detectors.kit.battery import Call, Spec
 def example(name, q, mask, subject):
     """A lesson example as a call the subject's contract can make: (3, 2), or (1, 1, 3, 2)."""
     k, v = lessons.K, lessons.V
-    if subject.contract == "sdpa":
+    if subject.heads_axis:
         q, k, v = (a[None, None] for a in (q, k, v))
         mask = None if mask is None else mask[None, None]
     spec = Spec(name, q.shape, k.shape, v.shape, mask=None if mask is None else "given",
@@ -27,7 +27,7 @@ def unbatched(a, shape):
 
 
 def as_call(subject, q, k, v, mask=None, name="lesson check"):
-    if subject.contract == "sdpa":
+    if subject.heads_axis:
         q, k, v = (a[None, None] for a in (q, k, v))
         mask = None if mask is None else mask[None, None]
     return Call(Spec(name, q.shape, k.shape, v.shape), q, k, v, mask, name=name)

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from detectors.kit.calls import ARG_NAMES, Request
-from detectors.kit.verdict import Evidence, NotApplicable
+from detectors.kit import expect
+from detectors.kit.expect import Mismatch
+from detectors.kit.verdict import Evidence, Flag, NotApplicable
 
 
 @dataclass
@@ -55,33 +57,53 @@ class Subject:
             self.dtype = saved
 
     # -- what the subject offers ---------------------------------------------------------
+    # Which functions a detector may call is decided once, by the runner, from the detector's
+    # NEEDS (detectors.kit.needs); what is left to decide here is per call: whether this
+    # target's contract and keywords can express one case of the battery.
 
-    def need(self, *fns):
-        """Raise NotApplicable unless the lesson functions exist (SDPA targets have none)."""
+    parts = ()  # the parts of the running detector's NEEDS that apply (set by the runner)
+    declared = ()  # all the parts its NEEDS names
+
+    def uses(self, part):
+        """Does the part of the running detector named ``part`` apply to this target?"""
+        if part not in self.declared:  # a misspelt part would silently never run
+            raise KeyError(f"part {part!r} is not in the detector's NEEDS {self.declared}")
+        return part in self.parts
+
+    def cannot(self, call):
+        """Why this target cannot make ``call`` (a contract or a keyword short), or None."""
+        if self.contract not in call.spec.contracts:
+            return f"the {self.contract} contract cannot express case {call.name}"
         if self.contract == "sdpa":
-            raise NotApplicable(f"an SDPA-style callable has no {' or '.join(fns)}")
-        for fn in fns:
-            reason = self.manifest.lacks(fn)
-            if reason:
-                raise NotApplicable(reason)
-
-    def need_torch(self, why):
-        if self.backend != "torch":
-            raise NotApplicable(f"{why} needs torch; this is a NumPy implementation")
+            missing = [k for k in self._keywords(call) if k not in self.manifest.keywords]
+            if missing:
+                return f"the callable takes no {', '.join(missing)}"
+        return None
 
     def supports(self, call):
-        return self.contract in call.spec.contracts and not self._missing_keywords(call)
+        return self.cannot(call) is None
 
-    def _missing_keywords(self, call):
-        if self.contract != "sdpa":
-            return ()
-        return tuple(k for k in self._keywords(call) if k not in self.manifest.keywords)
+    def cases(self, battery, where=lambda spec: True):
+        """The battery's attention calls this target can make, smallest first."""
+        return [c for c in battery.attention if where(c.spec) and self.supports(c)]
+
+    @property
+    def weights_free(self):
+        """Do the weights come with the output (a lesson ``attention``), at no extra call?"""
+        return self.contract == "lesson"
+
+    @property
+    def heads_axis(self):
+        """Does every attention call carry (N, H) in front, as SDPA's does?"""
+        return self.contract == "sdpa"
 
     # -- calls -----------------------------------------------------------------------------
 
     def send(self, request):
         if self.backend == "numpy" and request.dtype == "bfloat16":
             raise NotApplicable("NumPy has no bfloat16")
+        if request.fn != "sdpa" and self.manifest.lacks(request.fn):
+            raise LookupError(f"{request.fn} was called but the detector's NEEDS lacks it")
         self.last = request
         result = self.executor.run(request)
         self.calls += 1
@@ -102,6 +124,17 @@ class Subject:
         return Answer(result.values[0], w, result.dtypes[0], requests, result.mutated,
                       result.grads)
 
+    def baseline(self, call):
+        """The subject's own answer to ``call`` (checked for shape) and the error allowed on
+        it: the starting point of every relation that compares the subject with itself."""
+        from detectors.kit.tolerance import allowance
+
+        answer = self.attend(call)
+        out = call.expected(self.target.causal_alignment)[0]
+        with self.case(call.name, answer):
+            expect.same_shape(answer.out, out.shape)
+        return answer, allowance(self, call, out)
+
     def gradcheck(self, call):
         """torch.autograd.gradcheck on one call in float64: (passed, its complaint, the answer)."""
         request = self.request(call, "float64", gradcheck=True)
@@ -111,16 +144,13 @@ class Subject:
 
     def request(self, call, dtype, **kw):
         """The request this subject's contract makes for an attention call."""
+        reason = self.cannot(call)
+        if reason:
+            raise NotApplicable(reason)
         if self.contract == "lesson":
-            self.need("attention")
-            if "lesson" not in call.spec.contracts:
-                raise NotApplicable(f"the lesson contract cannot express case {call.name}")
             args = (call.q, call.k, call.v) + (() if call.mask is None else (self._mask(call),))
             return Request("attention", args, dtype=dtype, device=self.target.device,
                            strided=call.spec.strided, **kw)
-        missing = self._missing_keywords(call)
-        if missing:
-            raise NotApplicable(f"the callable takes no {', '.join(missing)}")
         return self._sdpa_request(call, call.v, dtype, **kw)
 
     def _mask(self, call):
@@ -163,16 +193,13 @@ class Subject:
         """causal_self_attention(X, W_q, W_k, W_v); for SDPA, the projections with is_causal."""
         dtype = dtype or self.dtype
         if self.contract == "lesson":
-            self.need("causal_self_attention")
             request = Request("causal_self_attention", (call.x, call.w_q, call.w_k, call.w_v),
                               dtype=dtype, device=self.target.device, **kw)
             result = self.send(request)
             out, w = result.values
             return Answer(out, w if weights else None, result.dtypes[0], (request,),
                           result.mutated, result.grads)
-        if "is_causal" not in self.manifest.keywords:
-            raise NotApplicable("the callable takes no is_causal")
-        as_call = self.projected(call)
+        as_call = self.projected(call)  # is_causal: request() says so if the callable lacks it
         answer = self.attend(as_call, weights=weights, dtype=dtype, **kw)
         shape = call.x.shape[:-1]  # (..., T): drop the (N, 1) head axis the call added
         answer.out = _unfold(answer.out, shape)
@@ -192,14 +219,12 @@ class Subject:
         return Call(spec, q, k, v, name=call.name)
 
     def softmax(self, x, dtype=None):
-        self.need("softmax")
         request = Request("softmax", (x,), dtype=dtype or self.dtype, device=self.target.device)
         result = self.send(request)
         return Answer(result.values[0], None, result.dtypes[0], (request,), result.mutated)
 
     def causal_mask(self, T):
         """causal_mask(T), read in the keep convention whatever convention was declared."""
-        self.need("causal_mask")
         request = Request("causal_mask", (T,), device=self.target.device)
         result = self.send(request)
         mask = result.values[0]
@@ -209,10 +234,20 @@ class Subject:
 
     # -- evidence --------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def case(self, name, *answers, relation=""):
+        """The one envelope of evidence: a Mismatch raised in the block becomes a Flag that
+        names the case, the calls of ``answers``, the relation and a reproduction."""
+        try:
+            yield
+        except Mismatch as m:
+            m = m.because(relation)
+            raise Flag(m, self.evidence(answers, name, m.index, relation)) from None
+
     def evidence(self, answers, case="", index=None, relation=""):
         """Where a property failed, with a snippet that reproduces the calls."""
         requests = [r for a in answers for r in a.requests]
-        calls = "; ".join(r.describe(self.name) for r in requests[:2])
+        calls = "; ".join(dict.fromkeys(r.describe(self.name) for r in requests[:2]))
         return Evidence(calls, index=index, case=case,
                         snippet=snippet(self.target, requests, relation))
 

@@ -1,7 +1,9 @@
 """Verdicts, evidence and the one envelope every failure message uses.
 
 Envelope: ``[detector] expected …, got … [impl(call with shapes)]`` — what should have come back,
-what came back, and for which call, as array-api-tests reports a failure.
+what came back, and for which call, as array-api-tests reports a failure. A relation between two
+of the implementation's own outputs reads ``[detector] f(x)[i] = …, f(x′)[i] = …, should be
+equal (…) [calls]`` instead: neither output is the expected one.
 """
 
 from dataclasses import dataclass, field
@@ -84,13 +86,12 @@ class Finding:
 
 
 class Flag(Exception):
-    """Raised inside a detector when the property fails; becomes a killed or nan verdict."""
+    """A mismatch with its evidence attached: becomes a killed or nan verdict."""
 
-    def __init__(self, expected, actual, evidence, verdict=KILLED):
-        super().__init__(f"expected {expected}, got {actual}")
-        self.verdict = verdict
-        self.evidence = evidence
-        evidence.expected, evidence.actual = expected, actual
+    def __init__(self, mismatch, evidence):
+        super().__init__(mismatch.text)
+        self.text, self.verdict, self.evidence = mismatch.text, mismatch.verdict, evidence
+        evidence.expected, evidence.actual = mismatch.expected, mismatch.actual
 
 
 class ImplementationFailure(Exception):
@@ -107,5 +108,5 @@ class NotApplicable(Exception):
     """The implementation lacks a function or feature the detector needs."""
 
 
-def envelope(detector, expected, actual, call):
-    return f"[{detector}] expected {expected}, got {actual} [{call}]"
+def envelope(detector, text, call):
+    return f"[{detector}] {text} [{call}]"
