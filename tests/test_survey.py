@@ -146,3 +146,16 @@ def test_survey_end_to_end_writes_json_and_markdown(tmp_path, capsys):
     md = (tmp_path / "survey.md").read_text()
     assert "| torch-sdpa-math (" in md and "No detector flagged it." in md
     assert "torch-sdpa-math" in capsys.readouterr().out
+
+
+def test_committed_survey_is_current_with_its_json():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "docs"
+    doc = json.loads((root / "survey.json").read_text(encoding="utf-8"))
+    assert doc["schema"] == run.SCHEMA
+    ran = [r for r in doc["implementations"] if r["runs"]]
+    assert len(ran) >= 8, "docs/survey.json should cover at least eight implementations"
+    assert all(r["version"] for r in ran)
+    assert (root / "survey.md").read_text(encoding="utf-8") == write.markdown(doc), \
+        "docs/survey.md differs from what docs/survey.json gives: run 'attnzoo survey'"

@@ -37,6 +37,7 @@ class Declaration:
     unsupported: frozenset = frozenset()
     dtypes: tuple = ("float32", "float64")
     refuses: tuple = ()  # messages of a run-time refusal ("No available kernel")
+    causal_alignment: str = "top-left"  # where is_causal puts the diagonal when L != S
     call_seconds: float = 10.0  # time limit per call (compiling kernels need more)
     install: str = "pip install -e '.[survey]'"  # how to get the library, for the skip line
     docs: str = ""  # where the library documents the function

@@ -53,7 +53,8 @@ def implementation(module, decl, dtypes, seed):
         "version": decl.version(), "adapter": f"attnzoo/survey/adapters/{module}.py",
         "locator": adapters.locator(module), "docs": decl.docs,
         "unsupported": sorted(decl.unsupported), "refuses": list(decl.refuses),
-        "dtypes": list(decl.dtypes), "runs": [], "skipped": None,
+        "dtypes": list(decl.dtypes), "causal_alignment": decl.causal_alignment,
+        "runs": [], "skipped": None,
     }
     if row["version"] is None:
         row["skipped"] = f"{decl.distribution} is not installed: {decl.install}"
@@ -87,7 +88,8 @@ def run_one(module, decl, dtype, seed):
     battery.attention = kept
     skipped = {n for f in decl.unsupported for n in NEEDS.get(f, ())}
     chosen = [d for d in all_detectors() if d.NAME not in skipped]
-    target = Target(decl.name, adapters.locator(module), "sdpa", "torch")
+    target = Target(decl.name, adapters.locator(module), "sdpa", "torch",
+                    causal_alignment=decl.causal_alignment)
     executor = Isolated(call_seconds=decl.call_seconds, load_seconds=120)
     try:
         try:

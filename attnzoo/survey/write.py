@@ -11,6 +11,7 @@ from pathlib import Path
 from attnzoo.survey.capabilities import VOCABULARY
 
 FLAGGED = ("killed", "nan", "crashed", "hung")
+SNIPPET_LINES = 30  # longer reproductions stay in the JSON only
 
 
 def write(doc, folder):
@@ -64,7 +65,8 @@ def section(row):
         return out + [f"Skipped: {row['skipped']}", ""]
     out.append(f"Declared unsupported: {', '.join(row['unsupported']) or 'nothing'}"
                + (f"; refusals it names: {', '.join(repr(r) for r in row['refuses'])}"
-                  if row["refuses"] else "") + ".")
+                  if row["refuses"] else "")
+               + f"; is_causal aligned {row['causal_alignment']}.")
     for run in row["runs"]:
         out += ["", f"### {row['name']} at {run['dtype']}: {cell(run)}", ""]
         if run["detectors_not_run"]:
@@ -77,8 +79,12 @@ def section(row):
         for f in flagged:
             kind = "refused" if f["refusal"] else f["verdict"]
             out += ["", f"- **{f['detector']}** ({kind}): {f['message']}"]
-            ev = f["evidence"]
-            if ev and ev.get("snippet") and not f["refusal"]:
-                out += ["", "  ```python"] + [f"  {s}" for s in ev["snippet"].splitlines()] \
-                       + ["  ```"]
+            snippet = (f["evidence"] or {}).get("snippet", "").splitlines()
+            if f["refusal"] or not snippet:
+                continue
+            if len(snippet) > SNIPPET_LINES:  # the arrays are in the JSON, runnable as they are
+                out.append(f"  Reproduction: {len(snippet)} lines, in survey.json under this "
+                           "finding's evidence.snippet.")
+                continue
+            out += ["", "  ```python"] + [f"  {s}" for s in snippet] + ["  ```"]
     return out + [""]

@@ -15,7 +15,7 @@ DECLARATION = Declaration(
     distribution="jax", module="jax",
     # value must have key's shape; BTNH or TNH only; no dropout argument; not torch autograd
     unsupported=frozenset({"e_ne_ev", "rank_other_than_4", "dropout", "autograd"}),
-    refuses=("takes no dropout",),
+    refuses=("takes no dropout", "value shape should be"),
     docs="https://docs.jax.dev/en/latest/_autosummary/jax.nn.dot_product_attention.html",
 )
 

@@ -14,7 +14,8 @@ DECLARATION = Declaration(
     distribution="torch", module="torch",
     # one head size for q, k, v; no scale, is_causal (a hint only), GQA; (N, L, E) batches only
     unsupported=frozenset({"e_ne_ev", "rank_other_than_4", "scale", "is_causal", "gqa"}),
-    refuses=("takes no scale", "Need attn_mask if specifying the is_causal hint"),
+    refuses=("takes no scale", "does not match value shape",
+             "Need attn_mask if specifying the is_causal hint"),
     docs="https://pytorch.org/docs/stable/generated/torch.nn.MultiheadAttention.html",
 )
 

@@ -15,6 +15,8 @@ DECLARATION = Declaration(
     name="xt-attend", title="x-transformers Attend(flash=False)",
     distribution="x-transformers", module="x_transformers.attend",
     unsupported=frozenset({"rank_other_than_4"}),  # einsum 'b h i d'
+    # create_causal_mask(i, j) = ones(i, j).triu(j - i + 1): the last query sees every key
+    causal_alignment="bottom-right",
     docs="https://github.com/lucidrains/x-transformers",
 )
 

@@ -10,6 +10,8 @@ DECLARATION = Declaration(
     name="xt-attend-flash", title="x-transformers Attend(flash=True)",
     distribution="x-transformers", module="x_transformers.attend",
     unsupported=frozenset({"rank_other_than_4"}),
+    # create_causal_mask(i, j) = ones(i, j).triu(j - i + 1): the last query sees every key
+    causal_alignment="bottom-right",
     refuses=("No available kernel",),
     docs="https://github.com/lucidrains/x-transformers",
 )
