@@ -1,20 +1,25 @@
 """``attnzoo``: check anyone's attention against the detectors; browse and grow the zoo.
 
-Exit codes: 0 nothing flagged, 1 a detector flagged the target, 2 bad input or usage,
-3 a detector itself failed (a bug in attnzoo, never counted as a verdict on the target).
+Parsing and dispatch only: each command's work lives in its room (``check``, ``catalogue``,
+``matrix``, ``scaffold``, ``devtools``). Exit codes: 0 nothing flagged, 1 a detector flagged
+the target, 2 bad input or usage, 3 a detector itself failed (a bug in attnzoo, never counted
+as a verdict on the target).
 """
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
 
+from attnzoo.check import BadInput
+from attnzoo.sandbox import options as sandbox_options
+
 EXIT_USAGE = 2
+DTYPES = ("float64", "float32", "float16", "bfloat16")
 
 
-class UsageError(Exception):
+class UsageError(BadInput):
     """Bad input: one line naming what is wrong and what to do."""
 
 
@@ -33,7 +38,7 @@ def main(argv=None):
             raise UsageError("no command given: try 'attnzoo check path/to/module.py', or "
                              "see 'attnzoo --help'")
         return args.run(args)
-    except UsageError as e:
+    except BadInput as e:
         print(f"attnzoo: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
@@ -41,6 +46,24 @@ def main(argv=None):
     except BrokenPipeError:  # `attnzoo show x | head`: the reader has gone, and that is fine
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception:  # a fault of attnzoo itself (the target's faults are verdicts or exit 2)
+        import traceback
+
+        traceback.print_exc()
+        print("attnzoo: internal error: this is a bug in attnzoo, not a verdict on the target",
+              file=sys.stderr)
+        return 3
+
+
+def add_run_options(p, device="cpu", dtype=True, seed=True):
+    """--device, --dtype and --seed: the same words for every command that runs detectors."""
+    p.add_argument("--device", default=device,
+                   help=f"torch device of the torch calls: cpu, cuda, cuda:N (default {device})")
+    if dtype:
+        p.add_argument("--dtype", choices=DTYPES, default="float64",
+                       help="dtype of every call (default float64)")
+    if seed:
+        p.add_argument("--seed", type=int, default=0, help="seed of the case battery (default 0)")
 
 
 def build_parser():
@@ -61,12 +84,10 @@ def build_parser():
                    help="bool mask: keep = True may attend (default); drop = True is masked")
     p.add_argument("--causal-alignment", choices=("top-left", "bottom-right"),
                    default="top-left", help="how is_causal aligns when L != S (default top-left)")
-    p.add_argument("--device", default="cpu", help="torch device for torch targets (default cpu)")
-    p.add_argument("--dtype", choices=("float64", "float32", "float16", "bfloat16"),
-                   default="float64", help="dtype of every call (default float64)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the case battery (default 0)")
-    p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+    add_run_options(p)
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help="time limit per call (default 10)")
+    sandbox_options.add_arguments(p)
     p.add_argument("--only", action="append", metavar="DETECTOR",
                    help="run only this detector (repeatable)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -79,70 +100,30 @@ def build_parser():
 
     p = sub.add_parser("show", help="one entry: metadata, lesson, diff, who catches it")
     p.add_argument("id")
-    p.add_argument("--seed", type=int, default=0)
+    add_run_options(p)
     p.set_defaults(run=cmd_show)
 
     p = sub.add_parser("matrix", help="the kill matrix, without pytest")
     p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
-    p.add_argument("--seed", type=int, default=0)
+    add_run_options(p)
     p.add_argument("--seeds", type=int, metavar="N",
                    help="run seeds 0..N-1 and report every cell whose verdict depends on the seed")
     p.add_argument("--repeat", type=int, default=1, help="draw the battery N times (cost scales)")
     p.add_argument("--only", action="append", metavar="ID", help="only rows of this entry")
     p.add_argument("--output", metavar="PATH", help="write there instead of stdout")
-    p.add_argument("--device", default="cpu", help="torch device for torch rows (default cpu)")
-    p.add_argument("--dtype", choices=("float64", "float32", "float16", "bfloat16"),
-                   default="float64", help="dtype of every call (default float64)")
     p.set_defaults(run=cmd_matrix)
 
     p = sub.add_parser("new", help="scaffold a new zoo entry to fill in")
     p.add_argument("id", help="kebab-case id, named for the mistake: softmax-over-batch")
     p.set_defaults(run=cmd_new)
 
-    p = sub.add_parser("mutants", help="mutation testing of reference/: score and the "
-                       "per-detector mutant matrix",
-                       description="From a clean mutants/: mutmut run over reference/, the score "
-                       "from mutmut export-cicd-stats (timeouts count as not killed), then every "
-                       "detector against every mutant. Exit 1 unless every mutant is killed.")
-    p.add_argument("--output", default="docs/mutants.json", metavar="PATH",
-                   help="where to write the per-detector mutant matrix (default docs/mutants.json)")
-    p.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
-    p.add_argument("--log", default="mutmut.log", metavar="PATH",
-                   help="mutmut's own output (default mutmut.log)")
-    p.set_defaults(run=cmd_mutants)
-
-    p = sub.add_parser("bench", help="time the test run, the matrix, check and every detector",
-                       description="Medians over repeated whole runs; writes JSON.")
-    p.add_argument("--repeats", type=int, default=3, help="runs per figure (default 3)")
-    p.add_argument("--scales", default="1,2,4", help="battery sizes to time (default 1,2,4)")
-    p.add_argument("--output", default="docs/benchmark.json", metavar="PATH")
-    p.add_argument("--no-xdist-compare", action="store_true",
-                   help="skip the serial-vs-parallel kill matrix comparison")
-    p.set_defaults(run=cmd_bench)
-
-    p = sub.add_parser("gpu", help="PyTorch's SDPA kernels on CUDA: backend × dtype × detector",
-                       description="Runs the SDPA-contract detectors against each sdpa_kernel "
-                       "backend in float16, bfloat16 and float32. Exits 0 with a message when "
-                       "there is no GPU.")
-    p.add_argument("--device", default="cuda", help="cuda (default) or cpu")
-    p.add_argument("--output", default="gpu-conformance.json", metavar="PATH")
-    p.add_argument("--markdown", metavar="PATH", help="also write the table as markdown")
-    p.set_defaults(run=cmd_gpu)
-
     p = sub.add_parser("detectors", help="the detectors, their oracle kind and property")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_detectors)
 
-    p = sub.add_parser("docs", help="regenerate docs/: catalogue pages, kill-matrix JSON and PNG",
-                       description="Run the kill matrix (seed 0) and write docs/kill-matrix.json, "
-                       "docs/kill-matrix.png, docs/catalogue/*.md and the generated blocks of "
-                       "docs/test-design.md.")
-    p.add_argument("--from-json", metavar="PATH",
-                   help="rebuild pages and heatmap from this matrix JSON instead of running it")
-    p.add_argument("--check", action="store_true",
-                   help="exit 1 naming the files that differ from what docs/kill-matrix.json "
-                   "gives (runs no matrix)")
-    p.set_defaults(run=cmd_docs)
+    from attnzoo.devtools import commands
+
+    commands.add(sub, add_run_options)
 
     p = sub.add_parser("survey", help="the detectors on installed attention libraries",
                        description="Run every installed adapter of attnzoo/survey/adapters "
@@ -159,221 +140,82 @@ def build_parser():
     return parser
 
 
-# -- check -----------------------------------------------------------------------------------
+# -- check -------------------------------------------------------------------------------------
 
 
 def cmd_check(args):
-    from detectors import all_detectors
-    from detectors.kit.battery import Battery
-    from attnzoo.sandbox.executor import Isolated
-    from attnzoo.report import SCHEMA, describe_target, exit_code, summarise, text
-    from attnzoo.runner import run
-    from detectors.kit.subject import Subject
-    from attnzoo.sandbox.target import BadTarget
+    from attnzoo.check import run_check
+    from attnzoo.report import text
 
-    chosen = all_detectors()
-    if args.only:
-        from detectors import by_name
-
-        names = by_name()  # the baseline suites may be asked for by name too
-        unknown = [n for n in args.only if n not in names]
-        if unknown:
-            raise UsageError(f"unknown detector {unknown[0]!r}: see 'attnzoo detectors'")
-        chosen = [names[n] for n in dict.fromkeys(args.only)]  # each once, in the order given
-    if not math.isfinite(args.timeout) or args.timeout <= 0:
-        raise UsageError(f"--timeout must be a positive number of seconds, not {args.timeout}")
-    if args.seed < 0:
-        raise UsageError(f"--seed must be 0 or more, not {args.seed}")
-    _check_device(args.device)
-    _precheck(args.target)
-    battery = Battery(args.seed)
-    start = time.perf_counter()
-    executor = Isolated(call_seconds=args.timeout)
-    sections = []
-    try:
-        targets = _targets(executor, args)
-        for target in targets:
-            executor.use(target)
-            subject = Subject(target, executor, args.dtype)
-            findings = [run(d, subject, battery) for d in chosen]
-            sections.append({"target": describe_target(target, args.dtype, args.seed),
-                             "findings": findings, "summary": summarise(findings)})
-    except BadTarget as e:
-        raise UsageError(str(e)) from None
-    finally:
-        executor.close()
-    code = exit_code(sections)
+    sections, detectors, document, code = run_check(
+        args.target, backend=args.backend, mask_convention=args.mask_convention,
+        causal_alignment=args.causal_alignment, device=args.device, dtype=args.dtype,
+        seed=args.seed, timeout=args.timeout, import_timeout=args.import_timeout,
+        warmup=args.warmup, deadline=args.deadline, only=args.only)
+    unrun = {name for s in sections for name in s["not_run"]}
+    if document["summary"]["not_run"] > len([n for s in sections for n in s["not_run"]]):
+        unrun |= set(detectors)  # whole implementations the deadline left unloaded
+    unrun = sorted(unrun)
+    if document["summary"]["not_run"] and code == EXIT_USAGE:
+        print(f"attnzoo: error: the --deadline of {args.deadline:g} s passed before "
+              f"{document['summary']['not_run']} detector runs ({', '.join(unrun)}): the report "
+              "is partial; raise --deadline or choose detectors with --only", file=sys.stderr)
     if args.json:
-        doc = {
-            "schema": SCHEMA,
-            "command": "check",
-            "target": args.target,
-            "implementations": [
-                {"target": s["target"], "summary": s["summary"],
-                 "findings": [f.to_json() for f in s["findings"]]}
-                for s in sections
-            ],
-            "summary": summarise([f for s in sections for f in s["findings"]]),
-            "seconds": round(time.perf_counter() - start, 3),
-            "exit_code": code,
-        }
-        print(json.dumps(doc, indent=1, ensure_ascii=False))
+        print(json.dumps(document, indent=1, ensure_ascii=False))
     else:
-        names = {d.NAME: d for d in chosen}
-        print("\n\n".join(text(s, names, args.verbose) for s in sections))
+        print("\n\n".join(text(s, detectors, args.verbose) for s in sections))
     return code
 
 
-def _check_device(device):
-    """Refuse a device torch does not know, or a GPU this machine does not have."""
-    if device == "cpu":
-        return
-    import torch
-
-    try:
-        parsed = torch.device(device)
-    except (RuntimeError, ValueError):
-        raise UsageError(f"unknown --device {device!r}: use cpu, cuda or cuda:N") from None
-    if parsed.type == "cuda" and not torch.cuda.is_available():
-        raise UsageError(f"--device {device}: no CUDA device on this machine; use --device cpu")
-
-
-def _precheck(target):
-    """Catch what needs no import: an empty string, a missing file, a malformed locator."""
-    from attnzoo.sandbox.target import BadTarget, _split
-
-    try:
-        path, sep, attr = _split(target)
-    except BadTarget as e:
-        raise UsageError(str(e)) from None
-    looks_like_file = path.endswith(".py") or os.sep in path
-    if looks_like_file and not os.path.exists(path):
-        raise UsageError(f"no such file: {path}: check the path")
-    if looks_like_file and not path.endswith(".py"):
-        raise UsageError(f"{path} is not a .py file: point at a Python module")
-
-
-def _targets(executor, args):
-    """The implementations a locator names, with the conventions the user declared."""
-    from attnzoo.sandbox.target import Target
-
-    info = executor.describe(args.target)
-    declared = dict(mask_convention=args.mask_convention, causal_alignment=args.causal_alignment,
-                    device=args.device)
-    if info["kind"] == "zoo":
-        path = args.target.split(":")[0]
-        return [
-            Target(f"{info['id']}/{backend}", f"{path}:{attr}",
-                   "sdpa" if backend == "sdpa" else "lesson",
-                   "numpy" if backend == "numpy" else "torch", **declared)
-            for backend, attr in info["implementations"].items()
-        ]
-    if info["kind"] == "lesson":
-        backend = args.backend or executor.infer_backend(args.target) or "numpy"
-        return [Target(args.target, args.target, "lesson", backend, **declared)]
-    if args.backend == "numpy":
-        raise UsageError(f"{args.target} is a callable: SDPA-style callables take torch tensors; "
-                         "drop --backend numpy")
-    return [Target(args.target, args.target, "sdpa", "torch", **declared)]
-
-
-# -- the catalogue ---------------------------------------------------------------------------
+# -- the catalogue -----------------------------------------------------------------------------
 
 
 def cmd_list(args):
-    import zoo
+    from attnzoo import catalogue
 
-    rows = [
-        {"id": e.id, "kind": "bug", "category": e.meta.category, "symptom": e.meta.symptom,
-         "backends": list(e.backends), "title": e.meta.title}
-        for e in sorted(zoo.BUGS, key=lambda e: (list(zoo.CATEGORIES).index(e.meta.category)
-                                                  if e.meta.category in zoo.CATEGORIES else 99,
-                                                  e.id))
-    ] + [
-        {"id": e.id, "kind": "decoy", "category": "correct", "symptom": "-",
-         "backends": list(e.backends), "title": e.meta.title}
-        for e in zoo.DECOYS
-    ]
-    if args.json:
-        print(json.dumps(rows, indent=1, ensure_ascii=False))
-        return 0
-    w = max(len(r["id"]) for r in rows)
-    print(f"{'id':<{w}}  {'category':<10} {'symptom':<7} {'backends':<17} title")
-    for r in rows:
-        print(f"{r['id']:<{w}}  {r['category']:<10} {r['symptom']:<7} "
-              f"{','.join(r['backends']):<17} {r['title']}")
-    bugs = sum(1 for r in rows if r["kind"] == "bug")
-    print(f"{bugs} bugs, {len(rows) - bugs} decoys")
+    rows = catalogue.listing()
+    print(json.dumps(rows, indent=1, ensure_ascii=False) if args.json
+          else catalogue.listing_text(rows))
     return 0
 
 
 def cmd_show(args):
     import zoo
-    from attnzoo.matrix import model as matrix
-    from attnzoo.diff import entry_diff
+    from attnzoo import catalogue
+    from attnzoo.check import check_device, check_seed
 
     try:
         entry = zoo.entry(args.id)
     except KeyError:
         raise UsageError(f"no zoo entry {args.id!r}: see 'attnzoo list'") from None
-    meta = entry.meta
-    print(f"{meta.id}: {meta.title}")
-    print(f"file:      {entry.path.relative_to(entry.path.parents[1 if entry.is_bug else 2])}")
-    if entry.is_bug:
-        print(f"category:  {meta.category}   symptom: {meta.symptom}   backends: "
-              f"{', '.join(entry.backends)}")
-        print(f"lesson:    {meta.lesson}")
-        if meta.source:
-            print(f"source:    {meta.source}")
-        print(f"seen in:   {meta.seen_in}")
-    else:
-        print(f"technique: {meta.technique}\nwhy it is correct: {meta.why_correct}")
-    print()
-    print(entry_diff(entry))
-    m = matrix.evaluate(seed=args.seed, select=lambda r: r.id == meta.id)
-    print()
-    for row in m.rows:
-        caught = m.caught_by(row, m.detectors)
-        print(f"{row.backend}: caught by {len(caught)}/{len(m.detectors)} detectors"
-              + (f": {', '.join(caught)}" if caught else ""))
-        for name in m.detectors:
-            kind = m.kind(row, name)
-            if kind in ("hit", "bonus", "crash", "miss", "false", "error"):
-                print(f"  {matrix.SYMBOLS[kind][0]} {m.findings[(row.label, name)].message}")
-        for name, why in getattr(meta, "gaps", {}).items():
-            print(f"  - {name} cannot catch it: {why}")
-    return 1 if m.failures() else 0
+    check_seed(args.seed)
+    check_device(args.device)
+    text, failing = catalogue.show(entry, args.seed, args.device, args.dtype)
+    print(text)
+    return 1 if failing else 0
 
 
 def cmd_matrix(args):
-    from attnzoo.matrix import model as matrix
+    from attnzoo import catalogue
+    from attnzoo.check import check_device, check_seed
+    from attnzoo.matrix import model, render
 
     if args.repeat < 1:
         raise UsageError("--repeat must be at least 1")
-    if args.seed < 0:
-        raise UsageError(f"--seed must be 0 or more, not {args.seed}")
+    check_seed(args.seed)
     if args.output and not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
         raise UsageError(f"cannot write {args.output}: its folder does not exist")
     only = set(args.only or ())
-    if only:
-        import zoo
-
-        known = {e.id for e in zoo.BUGS + zoo.DECOYS} | {"reference"}
-        missing = only - known
-        if missing:
-            raise UsageError(f"no zoo entry {sorted(missing)[0]!r}: see 'attnzoo list'")
+    missing = only - catalogue.known_ids()
+    if missing:
+        raise UsageError(f"no zoo entry {sorted(missing)[0]!r}: see 'attnzoo list'")
     select = (lambda r: r.id in only) if only else None
-    _check_device(args.device)
-    if args.seeds:
-        return seed_sweep(args.seeds, args.repeat, select)
-    m = matrix.evaluate(args.seed, args.repeat, select=select, device=args.device,
-                        dtype=args.dtype)
-    if args.format == "json":
-        out = matrix.dumps(m)
-    elif args.format == "markdown":
-        out = m.render_markdown()
-    else:
-        out = m.render_text()
+    check_device(args.device)
+    if args.seeds is not None:
+        return seed_sweep(args, select)
+    m = model.evaluate(args.seed, args.repeat, select=select, device=args.device,
+                       dtype=args.dtype)
+    out = model.dumps(m) if args.format == "json" else render.FORMATS[args.format](m)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(out + "\n")
@@ -382,52 +224,26 @@ def cmd_matrix(args):
     return 1 if m.failures() else 0
 
 
-def seed_sweep(n, repeat, select):
+def seed_sweep(args, select):
     """Verdicts must not depend on the seed: list the cells that do."""
-    from attnzoo.matrix import model as matrix
+    from attnzoo.matrix import model
 
-    if n < 2:
+    if args.seeds < 2:
         raise UsageError("--seeds needs at least 2 seeds")
     runs = []
-    for seed in range(n):
+    for seed in range(args.seeds):
         start = time.perf_counter()
-        m = matrix.evaluate(seed, repeat, select=select)
-        runs.append({key: m.kind(row, key[1]) for row in m.rows
-                     for key in [(row.label, d) for d in m.detectors + m.baselines]})
+        m = model.evaluate(seed, args.repeat, select=select, device=args.device,
+                           dtype=args.dtype)
+        runs.append(model.kinds(m))
         print(f"seed {seed}: {len(m.failures())} failing cells, "
               f"{time.perf_counter() - start:.1f} s", flush=True)
-    flaky = sorted(k for k in runs[0] if len({r[k] for r in runs}) > 1)
+    flaky = model.seed_dependent(runs)
     for label, detector in flaky:
         kinds = [r[(label, detector)] for r in runs]
         print(f"flaky: {label} × {detector}: {' '.join(kinds)}")
-    print(f"{len(runs[0])} cells × {n} seeds: {len(flaky)} depend on the seed")
+    print(f"{len(runs[0])} cells × {args.seeds} seeds: {len(flaky)} depend on the seed")
     return 1 if flaky else 0
-
-
-def cmd_mutants(args):
-    from attnzoo.devtools import mutants
-
-    if args.jobs < 1:
-        raise UsageError("--jobs must be at least 1")
-    return mutants.main_run(args.output, args.jobs, args.log)
-
-
-def cmd_bench(args):
-    from attnzoo.devtools import bench
-
-    try:
-        scales = tuple(int(s) for s in args.scales.split(","))
-    except ValueError:
-        raise UsageError(f"--scales takes whole numbers like 1,2,4, not {args.scales!r}") from None
-    if args.repeats < 1 or not scales or min(scales) < 1:
-        raise UsageError("--repeats and --scales must be at least 1")
-    return bench.run(args.repeats, scales, args.output, not args.no_xdist_compare)
-
-
-def cmd_gpu(args):
-    from attnzoo.devtools import gpu
-
-    return gpu.run(args.device, args.output, args.markdown)
 
 
 def cmd_detectors(args):
@@ -441,37 +257,6 @@ def cmd_detectors(args):
     w = max(len(r["name"]) for r in rows)
     for r in rows:
         print(f"{r['name']:<{w}}  {r['oracle']:<13} {','.join(r['clauses']):<16} {r['property']}")
-    return 0
-
-
-def cmd_docs(args):
-    from attnzoo.devtools import docs
-
-    if args.check:
-        if args.from_json:
-            raise UsageError("--check reads docs/kill-matrix.json; drop --from-json")
-        stale = docs.stale()
-        for path, why in stale:
-            print(f"stale: {path}: {why}")
-        print("docs are up to date" if not stale else
-              f"{len(stale)} stale file(s): run 'attnzoo docs' (or --from-json "
-              f"{docs.JSON_PATH.as_posix()} when only the zoo's text changed)")
-        return 1 if stale else 0
-    if args.from_json:
-        if not os.path.exists(args.from_json):
-            raise UsageError(f"no such file: {args.from_json}")
-        data = docs.normalise(docs.load(args.from_json))
-        for problem in docs.coverage(data):
-            print(f"warning: {args.from_json}: {problem}", file=sys.stderr)
-        written = docs.write(data)
-    else:
-        start = time.perf_counter()
-        data = docs.run_matrix(0, progress=lambda row: print(f"  {row.label}", file=sys.stderr,
-                                                              flush=True))
-        print(f"kill matrix: {time.perf_counter() - start:.0f} s", file=sys.stderr)
-        written = docs.write(data)
-    for path in written:
-        print(f"wrote {path}")
     return 0
 
 

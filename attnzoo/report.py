@@ -4,14 +4,15 @@ The JSON form is documented in docs/check-json.md; its ``schema`` field changes 
 changes meaning, never silently.
 """
 
+from attnzoo.vocabulary import VERDICTS
 from detectors.kit.verdict import CAUGHT, CRASHED, ERROR, HUNG, KILLED, NA, NAN, SURVIVED
 
 SCHEMA = "attnzoo.check/1"
-WORDS = {SURVIVED: "ok", KILLED: "FLAGGED", NAN: "NaN", CRASHED: "CRASH", HUNG: "HANG",
-         NA: "n/a", ERROR: "ERROR"}
+WORDS = {name: v.word for name, v in VERDICTS.items()}
 
 
-def summarise(findings):
+def summarise(findings, not_run=()):
+    """Counts over the findings; ``not_run`` names detectors a --deadline stopped."""
     counts = {v: sum(1 for f in findings if f.verdict == v) for v in WORDS}
     flagged = sum(counts[v] for v in CAUGHT)
     return {
@@ -24,7 +25,9 @@ def summarise(findings):
         "hung": counts[HUNG],
         "not_applicable": counts[NA],
         "errors": counts[ERROR],
-        "conformant": flagged == 0 and counts[ERROR] == 0 and counts[SURVIVED] > 0,
+        "not_run": len(not_run),
+        "conformant": flagged == 0 and counts[ERROR] == 0 and counts[SURVIVED] > 0
+        and not not_run,
         "seconds": round(sum(f.seconds for f in findings), 3),
         "impl_seconds": round(sum(f.impl_seconds for f in findings), 3),
         "calls": sum(f.calls for f in findings),
@@ -54,7 +57,7 @@ def text(section, detectors, verbose=False):
         f"{t['dtype']}" + (f" on {t['device']}" if t["backend"] == "torch" else "")
         + f", seed {t['seed']}"
     ]
-    width = max(len(f.detector) for f in section["findings"])
+    width = max((len(f.detector) for f in section["findings"]), default=0)
     for f in section["findings"]:
         prop = getattr(detectors.get(f.detector), "PROPERTY", "")
         lines.append(f"  {WORDS[f.verdict]:<7} {f.detector:<{width}}  {prop}")
@@ -75,7 +78,12 @@ def text(section, detectors, verbose=False):
     parts.append(f"{s['not_applicable']} n/a")
     if s["errors"]:
         parts.append(f"{s['errors']} detector errors")
-    if s["passed"] == 0 and s["flagged"] == 0 and not s["errors"]:
+    if s.get("not_run"):
+        parts.append(f"{s['not_run']} not run")
+    if s.get("not_run") and not s["flagged"]:
+        verdict = (f"incomplete: the deadline passed before {', '.join(section['not_run'])} "
+                   "ran")
+    elif s["passed"] == 0 and s["flagged"] == 0 and not s["errors"]:
         verdict = "nothing was checked: no detector applies to this target"
     else:
         verdict = "conformant" if s["conformant"] else "NOT conformant"

@@ -19,23 +19,44 @@ import time
 from datetime import date
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from attnzoo.devtools import project
+
+ROOT = project.find() or Path.cwd()  # the checkout: the command refuses to run without one
 PY = sys.executable
 TARGETS = ("reference/lesson_numpy.py", "torch.nn.functional:scaled_dot_product_attention")
 
 
+def once(cmd, env=None):
+    """(wall, CPU of the children, finished process) of one run of a command."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, done
+
+
+def figure(cmd, runs):
+    walls, cpus, last = zip(*runs)
+    return {"command": " ".join(cmd), "runs": len(runs), "exit_code": last[-1].returncode,
+            "wall": spread(walls), "cpu": spread(cpus)}
+
+
 def timed(cmd, repeats, env=None):
     """Median/min/max wall and CPU seconds of a command run ``repeats`` times."""
-    walls, cpus, last = [], [], None
+    runs = [once(cmd, env) for _ in range(repeats)]
+    return figure(cmd, runs), runs[-1][2]
+
+
+def side_by_side(first, second, repeats):
+    """Two commands run in turn, ``repeats`` times each, so that both meet the same machine (it
+    is shared and noisy); the figures of both and the ratio of their median walls."""
+    runs = ([], [])
     for _ in range(repeats):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        last = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
-        walls.append(time.perf_counter() - start)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-    return {"command": " ".join(cmd), "runs": repeats, "exit_code": last.returncode,
-            "wall": spread(walls), "cpu": spread(cpus)}, last
+        for cmd, out in zip((first, second), runs):
+            out.append(once(cmd))
+    a, b = figure(first, runs[0]), figure(second, runs[1])
+    return a, b, round(a["wall"]["median"] / b["wall"]["median"], 2), runs[1][-1][2]
 
 
 def spread(values):
@@ -74,18 +95,26 @@ def check_costs(repeats):
     return out
 
 
-def matrix_costs(repeats, scales):
-    """The kill matrix in-process: per-detector cost, and its growth with the battery."""
-    runs = {}
+def matrix_command(path, scale=1):
+    return [PY, "-m", "attnzoo", "matrix", "--format", "json", "--repeat", str(scale),
+            "--output", path]
+
+
+def matrix_costs(repeats, scales, first=None):
+    """The kill matrix in-process: per-detector cost, and its growth with the battery.
+
+    ``first``: (figure, JSON document) of scale 1 when it has been timed already."""
+    runs = {1: first} if first is not None and 1 in scales else {}
     for scale in scales:
+        if scale in runs:
+            continue
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
             path = f.name
-        figure, _ = timed([PY, "-m", "attnzoo", "matrix", "--format", "json", "--repeat",
-                           str(scale), "--output", path], repeats if scale == 1 else 1)
+        fig, _ = timed(matrix_command(path, scale), repeats if scale == 1 else 1)
         doc = json.loads(Path(path).read_text())
         os.unlink(path)
-        runs[scale] = (figure, doc)
-    figure, doc = runs[scales[0]]
+        runs[scale] = (fig, doc)
+    fig, doc = runs[scales[0]]
     per_detector = {}
     for row in doc["rows"]:
         for name, c in row["cells"].items():
@@ -106,7 +135,7 @@ def matrix_costs(repeats, scales):
     }
     scaling = {str(s): {"wall": runs[s][0]["wall"]["median"],
                         "per_unit": round(runs[s][0]["wall"]["median"] / s, 3)} for s in scales}
-    return {"matrix": figure, "per_detector": per_detector, "full_suite_seconds": round(full, 3),
+    return {"matrix": fig, "per_detector": per_detector, "full_suite_seconds": round(full, 3),
             "baselines": baselines, "scaling": scaling, "bug_rows": summary["bug_rows"]}
 
 
@@ -127,19 +156,44 @@ def xdist_identical():
     return {"cells": len(serial), "identical": serial == parallel, "differing": differ[:20]}
 
 
-def run(repeats=3, scales=(1, 2, 4), output="docs/benchmark.json", compare_xdist=True):
+def run(repeats=3, scales=(1, 2, 4), output="docs/benchmark.json", compare_xdist=True,
+        ratio_only=False):
     report = {"machine": machine()}
     test_cmd = [PY, "-m", "pytest", "-n", "auto", "--dist", "worksteal", "-q", "-p",
                 "no:cacheprovider"]
-    report["pytest"], _ = timed(test_cmd, repeats)
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+        path = f.name
+    report["pytest"], matrix, ratio, _ = side_by_side(test_cmd, matrix_command(path), repeats)
+    first = (matrix, json.loads(Path(path).read_text()))
+    os.unlink(path)
+    report["test_run_over_matrix"] = ratio
+    if ratio_only:
+        report["matrix"] = matrix
+        print(render_ratio(report))
+        return 0
     report["check"] = check_costs(max(repeats, 5))
-    report.update(matrix_costs(repeats, scales))
+    report.update(matrix_costs(repeats, scales, first))
+    report["matrix"] = matrix
     if compare_xdist:
         report["xdist_vs_serial"] = xdist_identical()
     Path(output).write_text(json.dumps(report, indent=1) + "\n")
     print(render(report))
     print(f"\nwritten to {output}")
     return 0
+
+
+def render_ratio(r):
+    lines = ["| what | median | min | max | runs |", "|---|---|---|---|---|"]
+    for name, key in (("the README's test command", "pytest"), ("`attnzoo matrix`", "matrix")):
+        w, c = r[key]["wall"], r[key]["cpu"]
+        lines.append(f"| {name}, wall | {w['median']:.2f} s | {w['min']:.2f} s | "
+                     f"{w['max']:.2f} s | {r[key]['runs']} |")
+        lines.append(f"| {name}, CPU | {c['median']:.2f} s | {c['min']:.2f} s | "
+                     f"{c['max']:.2f} s | {r[key]['runs']} |")
+    lines += ["", f"test run / matrix, median walls: {r['test_run_over_matrix']:.2f}× "
+              "(target: 1.5× or less); exit codes of the last runs: "
+              f"{r['pytest']['exit_code']} and {r['matrix']['exit_code']}"]
+    return "\n".join(lines)
 
 
 def render(r):
@@ -155,8 +209,11 @@ def render(r):
 
     row("`pytest -n auto --dist worksteal` (the README's test command), wall", r["pytest"])
     row("kill matrix alone (`attnzoo matrix`, one process), wall", r["matrix"])
+    ratio = f"{r['test_run_over_matrix']:.2f}×" if "test_run_over_matrix" in r else "?"
     for target, fig in r["check"].items():
         row(f"`attnzoo check {target}`, wall", fig)
+    lines += ["", f"The README's test command takes {ratio} the wall of the kill matrix alone "
+              "(medians, the two run in turn on the same machine; the target is 1.5× or less)."]
     lines += ["", "| check | harness share of wall | time inside the implementation |",
               "|---|---|---|"]
     for target, fig in r["check"].items():

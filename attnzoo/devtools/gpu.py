@@ -12,10 +12,12 @@ import json
 import time
 from pathlib import Path
 
+from attnzoo.vocabulary import CAUGHT, UNSUPPORTED, VERDICTS
+from detectors.kit.verdict import CRASHED, ERROR
+
 BACKENDS = ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION", "MATH")
 DTYPES = ("float16", "bfloat16", "float32")
-MARKS = {"survived": "ok", "killed": "FAIL", "nan": "NaN", "crashed": "CRASH", "hung": "HANG",
-         "n/a": "-", "error": "ERR", "unsupported": "unsup"}
+MARKS = {v.name: v.mark for v in (*VERDICTS.values(), UNSUPPORTED)}
 
 
 class Kernel:
@@ -71,7 +73,7 @@ def kernel_subject(backend, dtype, device):
     return KernelSubject(target, InProcess(target, obj=Kernel(backend)), dtype)
 
 
-def run(device, output, markdown):
+def run(device, output, markdown, seed=0):
     import torch
 
     from detectors import all_detectors
@@ -83,7 +85,7 @@ def run(device, output, markdown):
               "(use --device cpu to run the same table on the CPU)")
         return 0
     start = time.perf_counter()
-    battery = Battery(0)
+    battery = Battery(seed)
     detectors = all_detectors()
     table = {}
     for backend in BACKENDS:
@@ -93,8 +95,8 @@ def run(device, output, markdown):
             for detector in detectors:
                 finding = run_detector(detector, subject, battery)
                 verdict = finding.verdict
-                if verdict == "crashed" and refused(finding.message):
-                    verdict = "unsupported"
+                if verdict == CRASHED and refused(finding.message):
+                    verdict = UNSUPPORTED.name
                 table[(detector.NAME, column)] = {"verdict": verdict, "message": finding.message}
             print(f"{column}: done", flush=True)
     columns = [f"{b}/{d}" for b in BACKENDS for d in DTYPES]
@@ -109,7 +111,16 @@ def run(device, output, markdown):
     if markdown:
         Path(markdown).write_text(text + "\n")
     print(f"\n{doc['seconds']:.0f} s; written to {output}")
-    return 1 if any(v["verdict"] in ("killed", "nan", "hung", "error") for v in table.values()) else 0
+    return exit_code(table)
+
+
+def exit_code(table):
+    """As ``check``'s: 1 when a kernel is flagged (a crash included: a refusal is not one), 3
+    when a detector itself failed, else 0."""
+    verdicts = {cell["verdict"] for cell in table.values()}
+    if verdicts & set(CAUGHT):
+        return 1
+    return 3 if ERROR in verdicts else 0
 
 
 def render(names, columns, table, device_name, version):
@@ -121,6 +132,9 @@ def render(names, columns, table, device_name, version):
     for name in names:
         marks = [MARKS[table[(name, c)]["verdict"]] for c in columns]
         lines.append(f"| {name} | " + " | ".join(marks) + " |")
-    lines += ["", "ok: the property held; unsup: the kernel refused every call the detector "
-              "needed; -: not applicable; FAIL/NaN/CRASH/HANG: flagged (see the JSON)."]
+    v = VERDICTS
+    flagged = "/".join(x.mark for x in v.values() if x.caught)
+    lines += ["", f"{v['survived'].mark}: the property held; {UNSUPPORTED.mark}: the kernel "
+              f"refused every call the detector needed; {v['n/a'].mark}: not applicable; "
+              f"{flagged}: flagged (see the JSON)."]
     return "\n".join(lines)

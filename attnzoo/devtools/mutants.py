@@ -18,7 +18,11 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from attnzoo.devtools import project
+from attnzoo.vocabulary import CAUGHT
+from detectors.kit.verdict import ERROR, NA, SURVIVED
+
+ROOT = project.find() or Path.cwd()  # the checkout: the command refuses to run without one
 # Which reference rows a mutant of each module can reach (sdpa inherits LessonTorch.softmax).
 REACHES = {
     "reference.lesson_numpy": ("numpy",),
@@ -113,7 +117,7 @@ def worker(work):
             found = [run(detector, matrix.subject_for(rows[b]), battery).verdict for b in reach]
             verdicts[detector.NAME] = _worst(found)
         if not name:
-            dirty = [d for d, v in verdicts.items() if v not in ("survived", "n/a")]
+            dirty = [d for d, v in verdicts.items() if v not in (SURVIVED, NA)]
             if dirty:
                 raise RuntimeError(f"the unmutated reference is flagged by {dirty}")
             continue
@@ -122,15 +126,15 @@ def worker(work):
 
 
 def _worst(verdicts):
-    for v in ("error", "killed", "nan", "crashed", "hung", "survived"):
+    for v in (ERROR, *CAUGHT, SURVIVED):
         if v in verdicts:
             return v
-    return "n/a"
+    return NA
 
 
 def analyse(cells, verdicts, detector_names, baseline_names):
     """Per detector: kills, kills no other detector makes, and who subsumes it."""
-    caught = ("killed", "nan", "crashed", "hung")
+    caught = CAUGHT
     kills = {d: {m for m, row in cells.items() if row[d] in caught}
              for d in detector_names + baseline_names}
     suite = detector_names
@@ -188,6 +192,38 @@ def render(summary, analysis, cells, detector_names, baseline_names):
     return "\n".join(lines)
 
 
+def check(path):
+    """Without running mutmut: is every mutant of ``path`` killed by a detector there is today?
+
+    The file records each detector's verdict on each mutant. A mutant whose only killers have
+    left the suite survives now; a detector the file does not know has never met the mutants;
+    a run that did not kill every mutant is not done. Each problem is one line; exit 1 if any.
+    """
+    from detectors import all_detectors
+
+    doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    today = [d.NAME for d in all_detectors()]
+    problems = []
+    unknown = [d for d in today if d not in doc["detectors"]]
+    if unknown:
+        problems.append(f"{', '.join(unknown)} never ran against the mutants: rerun "
+                        "'attnzoo mutants'")
+    s = doc["mutmut"]
+    if s["killed"] != s["total"]:
+        problems.append(f"the last run killed {s['killed']} of {s['total']} mutants")
+    alive = sorted(m for m, row in doc["cells"].items()
+                   if not any(row.get(d) in CAUGHT for d in today))
+    for m in alive:
+        gone = [d for d in doc["detectors"] if d not in today and doc["cells"][m].get(d) in CAUGHT]
+        why = f" (only {', '.join(gone)} killed it)" if gone else ""
+        problems.append(f"{m} survives every detector of today's suite{why}")
+    for line in problems:
+        print(line)
+    print(f"{path}: {len(doc['cells'])} mutants, {len(doc['cells']) - len(alive)} killed by "
+          f"today's {len(today)} detectors" + ("" if problems else "; done"))
+    return 1 if problems else 0
+
+
 def main_run(output, jobs, log):
     from detectors import all_detectors, baseline_suites
 
@@ -205,6 +241,8 @@ def main_run(output, jobs, log):
            "seconds": round(time.perf_counter() - start, 1)}
     Path(output).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     picture = Path(output).with_suffix(".png")
+    from attnzoo.devtools.mutant_heatmap import heatmap
+
     heatmap(doc, picture)
     print(f"\nper-detector mutant matrix written to {output} and {picture} "
           f"({doc['seconds']:.0f} s; mutmut's log: {log})")
@@ -213,62 +251,3 @@ def main_run(output, jobs, log):
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--worker"]:
     worker(sys.argv[2])
-
-
-def method_of(name):
-    """'reference.sdpa.xǁScaledDotProductAttentionǁbias__mutmut_4' -> 'sdpa.bias'."""
-    module, _, mangled = name.rpartition(".")
-    body = mangled.split("__mutmut_")[0]
-    method = body.split("ǁ")[-1] if "ǁ" in body else body.removeprefix("x_")
-    return f"{module.removeprefix('reference.').removeprefix('lesson_')}.{method}"
-
-
-def heatmap(doc, path):
-    """docs/mutants.png: share of each reference method's mutants that each detector kills."""
-    import matplotlib
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    from detectors import by_name
-
-    caught = ("killed", "nan", "crashed", "hung")
-    cells, names = doc["cells"], doc["detectors"] + doc["baselines"]
-    methods = sorted({method_of(m) for m in cells})
-    members = {meth: [m for m in cells if method_of(m) == meth] for meth in methods}
-    kinds = {n: getattr(by_name().get(n), "ORACLE", "baseline") for n in names}
-    rows = ["any detector"] + names
-    grid, text = [], []
-    for r in rows:
-        line, labels = [], []
-        for meth in methods:
-            ms = members[meth]
-            if r == "any detector":
-                k = sum(any(cells[m][d] in caught for d in doc["detectors"]) for m in ms)
-            else:
-                k = sum(cells[m][r] in caught for m in ms)
-            line.append(k / len(ms))
-            labels.append(f"{k}/{len(ms)}")
-        grid.append(line)
-        text.append(labels)
-    with matplotlib.rc_context({"font.family": "DejaVu Sans"}):
-        fig = Figure(figsize=(3.2 + 0.85 * len(methods), 2.4 + 0.3 * len(rows)))
-        FigureCanvasAgg(fig)
-        ax = fig.add_axes([0.27, 0.03, 0.70, 0.78])
-        ax.imshow(grid, cmap="Greens", vmin=0, vmax=1, aspect="auto")
-        for i, labels in enumerate(text):
-            for j, label in enumerate(labels):
-                ax.text(j, i, label, ha="center", va="center", fontsize=7,
-                        color="white" if grid[i][j] > 0.6 else "black")
-        ax.set_xticks(range(len(methods)))
-        ax.set_xticklabels(methods, rotation=40, ha="left", fontsize=8)
-        ax.xaxis.tick_top()
-        ax.set_yticks(range(len(rows)))
-        ax.set_yticklabels([r if r == "any detector" else f"{r}  [{kinds[r]}]" for r in rows],
-                           fontsize=8)
-        ax.axhline(0.5, color="black", linewidth=1.5)
-        s = doc["mutmut"]
-        fig.text(0.02, 0.985, "Mutants of reference/ killed, per detector and method",
-                 ha="left", va="top", fontsize=11, fontweight="bold")
-        fig.text(0.02, 0.96, f"mutmut: {s['killed']}/{s['total']} killed, score {s['score']:.1%}"
-                 "; a cell is killed/mutants of that method", ha="left", va="top", fontsize=8)
-        fig.savefig(path, format="png", dpi=110, metadata={"Software": None})

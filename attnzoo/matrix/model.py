@@ -1,7 +1,8 @@
-"""The kill matrix: every zoo row against every detector, rendered as text, markdown or JSON.
+"""The kill matrix as data: every zoo row against every detector, computed, and JSON in and out.
 
-Rows are the reference, the bugs and the decoys, one per backend they provide; columns are the
-detectors, grouped by oracle kind, then the two baseline suites. One symbol per cell.
+Rows are the reference, the bugs and the decoys, one per backend they provide, in catalogue
+order; columns are the detectors, grouped by oracle kind, then the two baseline suites. A cell
+is a kind of ``attnzoo.vocabulary.CELLS``. Text and markdown are ``attnzoo.matrix.render``'s.
 """
 
 import json
@@ -14,24 +15,8 @@ from attnzoo.runner import run
 from detectors.kit.subject import Subject
 from attnzoo.sandbox.target import Target
 from detectors.kit.verdict import CAUGHT, CRASHED, ERROR, HUNG, NA
-
-SYMBOLS = {
-    "hit": ("●", "expected and caught"),
-    "bonus": ("○", "caught, not listed in the entry's caught_by"),
-    "crash": ("✕", "caught because the implementation crashed or hung"),
-    "miss": ("!", "expected but survived (a failure)"),
-    "false": ("✗", "a correct implementation was flagged (a failure)"),
-    "pass": ("·", "survived"),
-    "na": ("-", "not applicable"),
-    "error": ("E", "the detector itself failed (a failure)"),
-}
-FAILURES = ("miss", "false", "error")
-REFERENCE_ROWS = (
-    ("numpy", "reference.lesson_numpy"),
-    ("torch", "reference.lesson_torch"),
-    ("sdpa", "reference.sdpa:scaled_dot_product_attention"),
-)
-
+from attnzoo.catalogue import REFERENCE_ROWS, ROW_BACKENDS
+from attnzoo.vocabulary import CELLS, FAILURES
 
 @dataclass(frozen=True)
 class Row:
@@ -47,23 +32,20 @@ class Row:
         return f"{self.id}-{self.backend}"
 
     def target(self, device="cpu"):
-        contract = "sdpa" if self.backend == "sdpa" else "lesson"
-        backend = "numpy" if self.backend == "numpy" else "torch"
+        contract, backend = ROW_BACKENDS[self.backend]
         return Target(f"{self.id}/{self.backend}", self.locator, contract, backend, device=device)
 
 
 def rows():
     """Reference rows, then bugs by category, then decoys."""
-    import zoo
+    from attnzoo import catalogue
 
     out = [Row("reference", "reference", b, loc) for b, loc in REFERENCE_ROWS]
-    order = list(zoo.CATEGORIES)
-    rank = lambda e: order.index(e.meta.category) if e.meta.category in order else len(order)  # noqa: E731
-    for entry in sorted(zoo.BUGS, key=lambda e: (rank(e), e.id)):
+    for entry in catalogue.bugs():
         for backend in entry.backends:
             out.append(Row("bug", entry.id, backend, entry.locator(backend), entry.meta.category,
                            tuple(entry.meta.caught_by)))
-    for entry in zoo.DECOYS:
+    for entry in catalogue.decoys():
         for backend in entry.backends:
             out.append(Row("decoy", entry.id, backend, entry.locator(backend)))
     return out
@@ -155,7 +137,7 @@ class Matrix:
             "seed": self.seed,
             "detectors": self.detectors,
             "baselines": self.baselines,
-            "symbols": {k: {"symbol": s, "meaning": m} for k, (s, m) in SYMBOLS.items()},
+            "symbols": {k.name: {"symbol": k.glyph, "meaning": k.meaning} for k in CELLS.values()},
             "rows": [
                 {
                     "row": r.label, "kind": r.kind, "id": r.id, "backend": r.backend,
@@ -170,62 +152,6 @@ class Matrix:
             ],
             "summary": self.summary(),
         }
-
-    # -- rendering -------------------------------------------------------------------------
-
-    def columns(self):
-        return [(str(i + 1), d) for i, d in enumerate(self.detectors)] + [
-            (chr(ord("A") + i), b) for i, b in enumerate(self.baselines)
-        ]
-
-    def render_text(self):
-        cols = self.columns()
-        width = max(len(r.label) for r in self.rows) + 2
-        head = " " * width + " ".join(f"{c:>2}" for c, _ in cols[: len(self.detectors)])
-        head += "  | " + " ".join(f"{c:>2}" for c, _ in cols[len(self.detectors):])
-        lines = ["kill matrix (rows: implementation-backend; columns: detectors)", head]
-        kind_of_row = None
-        for r in self.rows:
-            if r.kind != kind_of_row:
-                kind_of_row = r.kind
-                lines.append(f"-- {r.kind} " + "-" * (len(head) - len(r.kind) - 4))
-            marks = [SYMBOLS[self.kind(r, d) or "na"][0] for _, d in cols]
-            line = f"{r.label:<{width}}" + " ".join(f"{m:>2}" for m in marks[: len(self.detectors)])
-            line += "  | " + " ".join(f"{m:>2}" for m in marks[len(self.detectors):])
-            lines.append(line)
-        lines += ["", "legend: " + "   ".join(f"{s} {m}" for s, m in SYMBOLS.values())]
-        lines.append("columns: " + ", ".join(f"{c} {d}" for c, d in cols))
-        lines += self.summary_lines()
-        return "\n".join(lines)
-
-    def summary_lines(self):
-        s = self.summary()
-        full = s["full_suite"]
-        out = [
-            f"full suite: caught {full['rows']}/{s['bug_rows']} bug rows "
-            f"({full['bugs']}/{s['bugs']} bugs)",
-        ]
-        for name, b in s["baselines"].items():
-            out.append(f"baseline {name}: caught {b['rows']}/{s['bug_rows']} bug rows "
-                       f"({b['bugs']}/{s['bugs']} bugs)")
-        single = s["caught_by_one_detector"]
-        out.append(f"caught by only one detector: {len(single)}"
-                   + (f" ({', '.join(single)})" if single else ""))
-        out.append(f"false alarms on {s['correct_rows']} correct rows: {s['false_alarms']}")
-        out.append(f"failing cells: {s['failures']}")
-        return out
-
-    def render_markdown(self):
-        cols = self.columns()
-        lines = ["| row | " + " | ".join(c for c, _ in cols) + " |",
-                 "|---|" + "---|" * len(cols)]
-        for r in self.rows:
-            marks = [SYMBOLS[self.kind(r, d) or "na"][0] for _, d in cols]
-            lines.append(f"| {r.label} | " + " | ".join(marks) + " |")
-        lines += ["", "Columns: " + ", ".join(f"**{c}** `{d}`" for c, d in cols), ""]
-        lines.append("Legend: " + "; ".join(f"{s} {m}" for s, m in SYMBOLS.values()))
-        lines += [""] + [f"- {line}" for line in self.summary_lines()]
-        return "\n".join(lines)
 
 
 def evaluate(seed=0, repeat=1, select=None, device="cpu", dtype="float64", progress=None):
@@ -246,6 +172,24 @@ def evaluate(seed=0, repeat=1, select=None, device="cpu", dtype="float64", progr
 def from_json(data):
     """Rebuild the cell kinds from a matrix JSON (for comparisons between runs)."""
     return {(r["row"], d): c["cell"] for r in data["rows"] for d, c in r["cells"].items()}
+
+
+def kinds(matrix):
+    """(row label, detector) -> cell kind, for every cell."""
+    return {(row.label, d): matrix.kind(row, d)
+            for row in matrix.rows for d in matrix.detectors + matrix.baselines}
+
+
+def seed_dependent(runs):
+    """The cells whose kind differs between runs (``kinds`` of each), sorted."""
+    return sorted(k for k in runs[0] if len({r[k] for r in runs}) > 1)
+
+
+def columns(matrix):
+    """(heading, name) per column: detectors numbered from 1, baselines lettered from A."""
+    return [(str(i + 1), d) for i, d in enumerate(matrix.detectors)] + [
+        (chr(ord("A") + i), b) for i, b in enumerate(matrix.baselines)
+    ]
 
 
 def dumps(matrix):

@@ -3,11 +3,19 @@
 Each ``tests/test_kill_matrix.py`` cell records its finding as a user property; pytest-xdist
 carries user properties from workers to the controller, so the matrix printed (and written with
 ``--kill-matrix-json PATH``) is the same for serial and parallel runs.
+
+When the run computed the whole matrix at the committed seed, every cell is compared with
+``docs/kill-matrix.json`` (the kind and the verdict, not the message text): a cell that differs
+fails the session, listed, because the docs built from that file would then be out of date. A
+``-k`` subset, or another ``--kill-matrix-seed``, is compared with nothing.
 """
 
 import json
 
+import pytest
+
 PROPERTY = "kill_matrix"
+COMMITTED = "docs/kill-matrix.json"
 
 
 def pytest_addoption(parser):
@@ -26,6 +34,7 @@ class KillMatrixReport:
     def __init__(self, config):
         self.config = config
         self.cells = {}  # (row label, detector) -> finding JSON
+        self.drift = None  # [(row label, detector, committed, computed)] once compared
 
     def pytest_runtest_logreport(self, report):
         if report.when != "call":
@@ -47,15 +56,63 @@ class KillMatrixReport:
         m.findings = {k: Finding.from_json(v) for k, v in self.cells.items()}
         return m
 
+    def is_whole(self):
+        """Did this run compute every cell of today's matrix?"""
+        from attnzoo.matrix.model import rows
+        from detectors import all_detectors, baseline_suites
+
+        names = [d.NAME for d in all_detectors() + baseline_suites()]
+        return set(self.cells) == {(r.label, d) for r in rows() for d in names}
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session):
+        if not self.cells or hasattr(self.config, "workerinput"):
+            return
+        path = self.config.rootpath / COMMITTED
+        if not path.exists() or not self.is_whole():
+            return
+        committed = json.loads(path.read_text(encoding="utf-8"))
+        if committed.get("seed") != self.config.getoption("kill_matrix_seed"):
+            return
+        self.drift = compare(committed, self.matrix().to_json())
+        if self.drift and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
     def pytest_terminal_summary(self, terminalreporter):
         if not self.cells or hasattr(self.config, "workerinput"):
             return
+        from attnzoo.matrix import render
+
         matrix = self.matrix()
         terminalreporter.section("kill matrix")
-        for line in matrix.render_text().splitlines():
+        for line in render.text(matrix).splitlines():
             terminalreporter.write_line(line)
+        if self.drift is not None:
+            self.report_drift(terminalreporter)
         path = self.config.getoption("kill_matrix_json")
         if path:
             with open(path, "w", encoding="utf-8") as f:
                 json.dump(matrix.to_json(), f, indent=1, ensure_ascii=False)
             terminalreporter.write_line(f"kill matrix written to {path}")
+
+    def report_drift(self, terminalreporter):
+        n = len(self.drift)
+        if not n:
+            terminalreporter.write_line(f"every cell agrees with {COMMITTED}")
+            return
+        terminalreporter.write_line(f"{n} cell(s) differ from {COMMITTED} (committed -> this run); "
+                                    "run 'attnzoo docs' and commit docs/:", red=True)
+        for label, detector, was, now in self.drift:
+            terminalreporter.write_line(f"  {label} × {detector}: {was} -> {now}", red=True)
+
+
+def compare(committed, computed):
+    """[(row, detector, committed, computed)] for every cell whose kind or verdict differs."""
+    def cells(doc):
+        return {(r["row"], d): f"{c['cell']} ({c['verdict']})"
+                for r in doc["rows"] for d, c in r["cells"].items()}
+
+    was, now = cells(committed), cells(computed)
+    return [(label, d, was.get((label, d), "no cell"), now.get((label, d), "no cell"))
+            for label, d in sorted(was.keys() | now.keys())
+            if was.get((label, d)) != now.get((label, d))]

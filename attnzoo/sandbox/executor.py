@@ -1,23 +1,23 @@
 """Where calls run: in this process (trusted zoo code) or in a worker process (anyone's code).
 
-Both give every call a time limit and turn every way a call can go wrong into an
-:class:`ImplementationFailure`, so a detector sees answers or failures and nothing else.
-The worker keeps the implementation away from the harness: a hang is killed, a crash or
-``sys.exit`` takes only the worker down, and what it prints never reaches the report.
+Both give every call a time limit, send it through :func:`decide.encode` and read its answer
+through :func:`decide.decide`, and turn every way a call can go wrong into an
+:class:`ImplementationFailure`, so a detector sees answers or failures and nothing else. The
+worker keeps the implementation away from the harness: it speaks the data-only protocol of
+:mod:`wire` (nothing it sends is unpickled), a hang is killed, a crash or ``sys.exit`` takes
+only the worker down, its output is captured and capped, and its whole process group goes
+with it (:mod:`hygiene`).
 """
 
 import inspect
 import os
 import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import threading
-from multiprocessing.connection import Connection
+import time
 
-from attnzoo.sandbox import probes
-from attnzoo.sandbox.target import BadTarget, load, manifest
+from attnzoo.sandbox import decide, hygiene, probes, wire
+from attnzoo.sandbox.target import BadTarget, Manifest, load, manifest
 from detectors.kit.verdict import CRASHED, HUNG, ImplementationFailure
 
 CALL_SECONDS = 10.0  # per-call time limit
@@ -27,6 +27,11 @@ GRADCHECK_FACTOR = 6  # gradcheck makes many calls
 
 def limit_for(request, seconds):
     return seconds * GRADCHECK_FACTOR if request.gradcheck else seconds
+
+
+class DeadlineReached(BaseException):
+    """The run's --deadline passed: no verdict on the call in flight (not an Exception, so no
+    detector or runner can mistake it for the implementation's failure)."""
 
 
 class InProcess:
@@ -50,13 +55,18 @@ class InProcess:
         return InProcess(self.target, obj, self.call_seconds)
 
     def run(self, request):
+        header, buffers, sent = decide.encode(request, self.target)
+        reply, out = self._execute(request, decide.for_worker(header, buffers))
+        return decide.decide(reply, out, sent, buffers, request, self.target)
+
+    def _execute(self, request, decoded):
         limit = limit_for(request, self.call_seconds)
         if threading.current_thread() is not threading.main_thread():
-            return probes.execute(self.obj, self.target, self.manifest, request)
+            return probes.execute(self.obj, self.target, self.manifest, decoded)
         previous = signal.signal(signal.SIGALRM, _raise_timeout)
         signal.setitimer(signal.ITIMER_REAL, limit)
         try:
-            return probes.execute(self.obj, self.target, self.manifest, request)
+            return probes.execute(self.obj, self.target, self.manifest, decoded)
         except probes.CallTimeout:
             raise ImplementationFailure(
                 HUNG, f"no answer within {limit:g} s", request.describe()
@@ -79,47 +89,63 @@ def _raise_timeout(signum, frame):
 
 
 class Isolated:
-    """Runs the implementation in a worker process, restarted after a hang or a crash."""
+    """Runs the implementation in a worker process, restarted after a hang or a crash.
 
-    def __init__(self, target=None, call_seconds=CALL_SECONDS, load_seconds=LOAD_SECONDS):
+    Time: importing gets ``load_seconds``; the first call of each function in each worker gets
+    ``warmup_seconds`` (a compile, a cache fill) unless that function already hung through
+    one; every other call ``call_seconds``; nothing runs past ``deadline`` (a
+    time.monotonic() value), which raises DeadlineReached.
+    """
+
+    def __init__(self, target=None, call_seconds=CALL_SECONDS, load_seconds=LOAD_SECONDS,
+                 warmup_seconds=None, deadline=None, on_call=None):
         self.target = target
         self.call_seconds = call_seconds
         self.load_seconds = load_seconds
+        self.warmup_seconds = call_seconds if warmup_seconds is None else warmup_seconds
+        self.deadline = deadline
+        self.on_call = on_call
         self.notes = []
-        self.proc = self.conn = self.output = None
+        self.proc = self.sock = self.output = None
+        self.warm, self.hung_cold = set(), set()
         self.manifest = None
         self._spawn()
         if target is not None:
             self.use(target)
 
     def _spawn(self):
-        parent, child = socket.socketpair()
-        self.output = tempfile.TemporaryFile()
+        parent, child = wire.pair()
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self.proc = subprocess.Popen(
+        self.proc, self.output = hygiene.spawn(
             [sys.executable, "-m", "attnzoo.sandbox.worker", str(child.fileno())],
-            pass_fds=(child.fileno(),),
-            stdin=subprocess.DEVNULL,
-            stdout=self.output,
-            stderr=self.output,
-            env=env,
-        )
+            (child.fileno(),), env)
         child.close()
-        self.conn = Connection(parent.detach())
+        self.sock = parent
+        self.warm = set()
 
-    def _ask(self, message, what):
-        """Send a loading message; any failure to answer is the target's fault: BadTarget."""
+    # -- loading ---------------------------------------------------------------------------
+
+    def _ask(self, header, what, seconds=None):
+        """Send a message and wait for its answer; a non-answer while loading is BadTarget."""
+        seconds = seconds or self.load_seconds
         try:
-            self.conn.send(message)
-            reply = self._receive(self.load_seconds, what)
+            reply, _ = self._exchange(header, (), seconds, what)
         except ImplementationFailure as e:
+            if e.verdict == HUNG:
+                raise BadTarget(f"{what}: not done within {seconds:g} s: raise --import-timeout "
+                                "if it is only slow, or fix the module") from None
             raise BadTarget(f"{what}: {e.what}: fix the module") from None
-        if reply[0] == "bad":
-            raise BadTarget(reply[1])
-        return reply[1]
+        if reply.get("bad") is not None:
+            raise BadTarget(str(reply["bad"])[:2000])
+        return reply
 
     def describe(self, locator):
-        return self._ask(("describe", locator), f"{locator} while importing it")
+        info = self._ask({"verb": "describe", "locator": locator},
+                         f"{locator} while importing it").get("described")
+        if not isinstance(info, dict) or info.get("kind") not in ("zoo", "lesson", "callable"):
+            raise BadTarget(f"{locator} while importing it: the worker sent no description: "
+                            "fix the module")
+        return info
 
     def infer_backend(self, locator):
         """Which array library a lesson module speaks, by one probe call under the time limit.
@@ -128,17 +154,25 @@ class Isolated:
         takes the worker down, the worker is restarted and the answer is "don't know".
         """
         try:
-            self.conn.send(("infer", locator))
-            reply = self._receive(self.call_seconds, f"{locator}: causal_mask(2)")
-        except (ImplementationFailure, OSError):
+            reply, _ = self._exchange({"verb": "infer", "locator": locator}, (),
+                                      self.warmup_seconds, f"{locator}: causal_mask(2)")
+        except ImplementationFailure:
             self.close()
             self._spawn()
             return None
-        return reply[1] if reply[0] == "inferred" else None
+        answer = reply.get("inferred")
+        return answer if answer in ("numpy", "torch") else None
 
     def use(self, target):
         self.target = target
-        self.manifest = self._ask(("target", target), f"{target.locator} while importing it")
+        what = f"{target.locator} while importing it"
+        reply = self._ask({"verb": "target", "target": vars(target)}, what)
+        offered = reply.get("ready")
+        try:
+            self.manifest = Manifest.from_json(offered)
+        except (TypeError, ValueError, AttributeError):
+            raise BadTarget(f"{what}: the worker sent no usable list of functions: "
+                            "fix the module") from None
         return self.manifest
 
     trusted = staticmethod(InProcess.trusted)
@@ -150,59 +184,101 @@ class Isolated:
         self.use(self.target)
         return self
 
+    # -- calls -----------------------------------------------------------------------------
+
     def run(self, request):
         if self.proc is None:
             self._spawn()
             self.use(self.target)
         limit = limit_for(request, self.call_seconds)
+        cold = request.fn not in self.warm and request.fn not in self.hung_cold
+        if cold:
+            limit = max(limit, self.warmup_seconds)
+        header, buffers, sent = decide.encode(request, self.target)
         try:
-            self.conn.send(("call", request))
-        except OSError:
-            self._died(request.describe())
-        reply = self._receive(limit, request.describe())
-        self._note_output()
-        if reply[0] == "ok":
-            return reply[1]
-        raise ImplementationFailure(reply[1], reply[2], request.describe())
+            reply, out = self._exchange(dict(header, verb="call"), buffers, limit,
+                                        request.describe())
+        except ImplementationFailure as e:
+            if cold and e.verdict == HUNG:  # it hung through its warm-up: no second allowance
+                self.hung_cold.add(request.fn)
+            raise
+        finally:
+            self._note_output()
+        self.warm.add(request.fn)
+        if self.on_call is not None:
+            self.on_call()
+        if "fail" in reply:
+            what = reply.get("what")
+            if reply["fail"] != CRASHED or not isinstance(what, str):
+                what = "sent a failure attnzoo cannot read"
+            raise ImplementationFailure(CRASHED, what[:2000], request.describe())
+        return decide.decide(reply, out, sent, buffers, request, self.target)
 
-    def _receive(self, limit, call):
+    def _exchange(self, header, buffers, limit, call):
+        """Send one message and read one reply within ``limit`` seconds (and the deadline)."""
+        cut = self.deadline is not None and time.monotonic() + limit > self.deadline
+        wait = max(0.0, self.deadline - time.monotonic()) if cut else limit
+        start = time.monotonic()
         try:
-            ready = self.conn.poll(limit)
-        except (OSError, EOFError):
-            ready = True
-        if not ready:
+            self.sock.settimeout(wait)
+            wire.send(self.sock, header, buffers)
+            if not hygiene.wait_readable(self.sock, self.output, wait):
+                raise TimeoutError()
+            reply, out = wire.read(self.sock, max(0.001, wait - (time.monotonic() - start)))
+        except TimeoutError:
             self.close()
-            raise ImplementationFailure(HUNG, f"no answer within {limit:g} s", call)
-        try:
-            return self.conn.recv()
+            if cut:
+                raise DeadlineReached() from None
+            raise ImplementationFailure(HUNG, f"no answer within {limit:g} s", call) from None
         except (EOFError, OSError):
             self._died(call)
+        except wire.Malformed as e:
+            self.close()
+            raise ImplementationFailure(
+                CRASHED, f"broke attnzoo's protocol: {e}", call) from None
+        finally:
+            if self.output is not None:
+                self.output.drain()
+        if not isinstance(reply, dict):
+            self.close()
+            raise ImplementationFailure(CRASHED, "broke attnzoo's protocol: not a message", call)
+        return reply, out
 
     def _died(self, call):
-        code = self.proc.wait(timeout=5)
-        self._note_output()
+        try:
+            code = self.proc.wait(timeout=1)
+        except Exception:  # noqa: BLE001 - alive, but its end of the connection is gone
+            code = None
         self.close()
-        if code is not None and code < 0:
+        if code is None:
+            how = "the process closed its connection to attnzoo"
+        elif code < 0:
             how = f"the process was killed by {signal.Signals(-code).name}"
         else:
             how = f"the process exited with code {code}"
-        raise ImplementationFailure(CRASHED, how, call)
+        raise ImplementationFailure(CRASHED, how, call) from None
 
     def _note_output(self):
-        if self.output is None:
+        """Say (once) that the implementation printed, and (once) when its output was capped."""
+        out = self.output
+        if out is None or not out.total:
             return
-        size = self.output.seek(0, os.SEEK_END)
-        if size and not self.notes:
-            self.output.seek(0)
-            first = self.output.read(200).decode("utf-8", "replace").strip().splitlines()
-            line = first[0] if first else ""
-            self.notes.append(f"the implementation printed output (first line: {line!r})")
+        if not any(n.startswith(_PRINTED) for n in self.notes):
+            self.notes.append(f"{_PRINTED} (first line: {out.first_line()!r})")
+        dropped = out.dropped()
+        if dropped and not out.noted_drop:
+            out.noted_drop = True
+            self.notes.append(f"{_PRINTED} past the {hygiene.HEAD + hygiene.TAIL} bytes kept "
+                              f"(head and tail): {dropped} bytes dropped so far")
 
     def close(self):
         if self.proc is not None:
-            if self.proc.poll() is None:
-                self.proc.kill()
-            self.proc.wait()
-        if self.conn is not None:
-            self.conn.close()
-        self.proc = self.conn = None
+            hygiene.kill(self.proc)
+            self.output.drain()
+            self.output.stream.close()
+        if self.sock is not None:
+            self.sock.close()
+        self.proc = self.sock = None
+
+
+_PRINTED = "the implementation printed output"

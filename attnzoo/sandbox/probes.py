@@ -1,50 +1,57 @@
 """Calls into the implementation, run where the implementation lives.
 
-A detector never touches the implementation directly: it sends a :class:`Request` made of NumPy
-float64 arrays, and this module casts them to the target's backend, dtype and device, makes the
-call, checks that an answer came back, notes whether any argument was modified, and returns the
-answer as NumPy arrays with the dtype it had. The same code runs in-process (the zoo, under
-pytest) and in the isolated worker (``attnzoo check``).
+This side only builds the inputs, makes the call and reads raw bytes back; it decides nothing.
+:func:`execute` takes a decoded request (arrays already in the target's dtype, cast by the
+parent) and returns a reply of plain data: every answer and every input after the call as
+``{"array", "dtype", "shape"}`` plus the bytes, read through the base storage of the array
+(``np.ndarray`` / ``torch.Tensor`` C methods, torch-function and dispatch overrides disabled),
+so a subclass cannot choose what is read. The parent (``attnzoo.sandbox.decide``) turns that
+into a Result. The same code runs in-process (the zoo, under pytest) and in the worker.
 """
 
+import contextlib
 import time
 import warnings
 
 import numpy as np
 
-from detectors.kit.calls import ARG_NAMES, RETURNS, Result
+from detectors.kit.calls import ARG_NAMES, RETURNS
 from detectors.kit.verdict import CRASHED, ImplementationFailure
 
-
-def execute(obj, target, manifest, request):
-    """Run one request against a loaded target; raise ImplementationFailure on a non-answer."""
-    backend = _Torch(target.device) if target.backend == "torch" else _Numpy()
-    fn = _function(obj, target, manifest, request)
-    args, kwargs = backend.inputs(request, target)
-    before = [backend.copy(a) for a in args]
-    before_kw = {k: backend.copy(v) for k, v in kwargs.items()}
-    if request.seed is not None:
-        backend.seed(request.seed)
-    if request.gradcheck:
-        return backend.gradcheck(fn, args, kwargs, request)
-    if request.grad is not None:
-        args = backend.requires_grad(args)
-    start = time.perf_counter()
-    answer = guarded(fn, args, kwargs, request)
-    seconds = time.perf_counter() - start
-    arrays = _unpack(answer, request, backend)
-    grads = backend.grads(arrays[0], args, request) if request.grad is not None else None
-    names = ARG_NAMES[request.fn]
-    mutated = tuple(
-        names[i] for i, (a, b) in enumerate(zip(args, before)) if not backend.same(a, b)
-    ) + tuple(k for k, v in kwargs.items() if not backend.same(v, before_kw[k]))
-    values = tuple(backend.to_numpy(a) for a in arrays)
-    dtypes = tuple(backend.dtype_name(a) for a in arrays)
-    return Result(values, dtypes, mutated, seconds, grads)
+_ndarray_view = np.ndarray.view
+_ndarray_tobytes = np.ndarray.tobytes
 
 
 class CallTimeout(BaseException):
     """Raised into a call that ran past its time limit (in-process execution)."""
+
+
+def execute(obj, target, manifest, request):
+    """Run one decoded request against a loaded target: (reply header, buffers)."""
+    backend = _Torch(target.device) if target.backend == "torch" else _Numpy()
+    fn = _function(obj, manifest, request)
+    args = [backend.build(a, request) for a in request["args"]]
+    kwargs = {k: backend.build(v, request) for k, v in request["kwargs"].items()}
+    if request["seed"] is not None:
+        backend.seed(request["seed"])
+    buffers = []
+    if request["gradcheck"]:
+        ok, message, seconds = backend.gradcheck(fn, args, kwargs, request)
+        value = np.array([ok], dtype=bool)
+        return {"values": [_plain(value, buffers)], "inputs": [], "seconds": seconds,
+                "message": message}, buffers
+    if request["grad"] is not None:
+        args = backend.requires_grad(args)
+    start = time.perf_counter()
+    answer = guarded(fn, args, kwargs, request)
+    seconds = time.perf_counter() - start
+    items = _unpack(answer, request, backend)
+    values = [backend.read(a, buffers, request) for a in items]
+    grads = backend.grads(items[0], args, request, buffers) if request["grad"] is not None \
+        else None
+    inputs = [backend.read(a, buffers, request) for a in list(args) + list(kwargs.values())
+              if backend.is_array(a)]
+    return {"values": values, "inputs": inputs, "seconds": seconds, "grads": grads}, buffers
 
 
 def guarded(fn, args, kwargs, request):
@@ -56,28 +63,30 @@ def guarded(fn, args, kwargs, request):
     except CallTimeout:
         raise
     except BaseException as e:  # noqa: BLE001 - the implementation's failure, not ours
-        raise ImplementationFailure(CRASHED, f"raised {_exception(e)}", request.describe()) from None
+        raise ImplementationFailure(CRASHED, f"raised {_exception(e)}", request["call"]) from None
 
 
 def _exception(e):
     if isinstance(e, SystemExit):
         return f"SystemExit (it called sys.exit({e.code!r}))"
-    text = str(e).strip().splitlines()
+    try:
+        text = str(e).strip().splitlines()
+    except BaseException:  # noqa: BLE001 - an exception whose __str__ fails is still a crash
+        text = []
     return f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
 
 
-def _function(obj, target, manifest, request):
-    if request.fn == "sdpa":
+def _function(obj, manifest, request):
+    if request["fn"] == "sdpa":
         return obj
-    reason = manifest.lacks(request.fn)
+    reason = manifest.lacks(request["fn"])
     if reason:
-        raise ImplementationFailure(CRASHED, reason, request.describe())
-    return getattr(obj, request.fn)
+        raise ImplementationFailure(CRASHED, reason, request["call"])
+    return getattr(obj, request["fn"])
 
 
 def _unpack(answer, request, backend):
-    want = RETURNS[request.fn]
-    call = request.describe()
+    want, call = RETURNS[request["fn"]], request["call"]
     if want == 1:
         items = (answer,)
     elif isinstance(answer, (tuple, list)) and len(answer) == want:
@@ -92,39 +101,37 @@ def _unpack(answer, request, backend):
             raise ImplementationFailure(
                 CRASHED, f"returned a {type(item).__name__}, not {backend.array_name}", call
             )
-        if not backend.is_numeric(item):
-            raise ImplementationFailure(
-                CRASHED, f"returned an array of {backend.dtype_name(item)}, not numbers", call
-            )
     return items
+
+
+def _plain(a, buffers):
+    """A plain little-endian ndarray's description, its bytes queued in ``buffers``."""
+    dtype = a.dtype
+    if dtype.kind not in "biuf":
+        return {"dtype": str(dtype), "shape": list(a.shape)}
+    a = a.astype(dtype.newbyteorder("<"), copy=False)
+    buffers.append(_ndarray_tobytes(a, order="C"))
+    return {"array": len(buffers) - 1, "dtype": dtype.name, "shape": list(a.shape)}
+
+
+def _numpy_input(desc):
+    """A writable ndarray from a decoded request argument (bytes, dtype name, shape)."""
+    data, name, shape = desc["bytes"], desc["dtype"], desc["shape"]
+    return np.frombuffer(data, dtype=np.dtype(name).newbyteorder("<")).reshape(shape) \
+        .astype(name)
 
 
 class _Numpy:
     array_name = "a numpy.ndarray"
 
-    def inputs(self, request, target):
-        if request.dtype == "bfloat16":
-            raise ImplementationFailure(CRASHED, "NumPy has no bfloat16", request.describe())
-        cast = [self._cast(a, request.dtype, request.strided) for a in request.args]
-        return cast, dict(request.kwargs)
-
-    @staticmethod
-    def _cast(a, dtype, strided=False):
-        if not isinstance(a, np.ndarray):
-            return a
-        a = a.astype(dtype) if a.dtype != bool else a.copy()
-        if strided and a.ndim >= 2:
+    def build(self, desc, request):
+        if "value" in desc:
+            return desc["value"]
+        a = _numpy_input(desc)
+        if request["strided"] and a.ndim >= 2:
             axes = (-3, -2) if a.ndim >= 3 else (-2, -1)
             a = np.ascontiguousarray(a.swapaxes(*axes)).swapaxes(*axes)
         return a
-
-    def copy(self, a):
-        return a.copy() if isinstance(a, np.ndarray) else a
-
-    def same(self, a, b):
-        if not isinstance(a, np.ndarray):
-            return True
-        return a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype != bool)
 
     def seed(self, seed):
         np.random.seed(seed)
@@ -132,19 +139,9 @@ class _Numpy:
     def is_array(self, a):
         return isinstance(a, np.ndarray)
 
-    def is_numeric(self, a):
-        return a.dtype == bool or np.issubdtype(a.dtype, np.number)
-
-    def to_numpy(self, a):
-        """A plain ndarray (never a subclass the harness could not unpickle), floats as float64."""
-        if a.dtype == bool:
-            return np.array(a, dtype=bool)
-        if np.issubdtype(a.dtype, np.number):
-            return np.array(a, dtype=np.float64)
-        return np.array(a)
-
-    def dtype_name(self, a):
-        return str(a.dtype)
+    def read(self, a, buffers, request):
+        """The bytes in the array's own memory, whatever its class claims."""
+        return _plain(_ndarray_view(a, np.ndarray), buffers)
 
     def requires_grad(self, args):
         raise ImplementationFailure(CRASHED, "NumPy has no autograd", "gradient")
@@ -161,6 +158,7 @@ class _Torch:
         import torch
 
         self.torch = torch
+        self.base = torch._C.TensorBase
         self.device = device
         if not _Torch.threads_pinned:
             # The battery's tensors are tiny: a second intra-op thread only adds wake-ups, and
@@ -168,40 +166,20 @@ class _Torch:
             torch.set_num_threads(1)
             _Torch.threads_pinned = True
 
-    def inputs(self, request, target):
-        torch = self.torch
-        dtype = getattr(torch, request.dtype)
-        args = [self._cast(a, dtype, request.strided) for a in request.args]
-        kwargs = {}
-        for k, v in request.kwargs.items():
-            kwargs[k] = self._cast(v, dtype, request.strided) if isinstance(v, np.ndarray) else v
-        return args, kwargs
-
-    def _cast(self, a, dtype, strided=False):
-        if not isinstance(a, np.ndarray):
-            return a
-        t = self.torch.from_numpy(np.array(a, copy=True))  # never share the caller's memory
-        if a.dtype != bool:
-            t = t.to(dtype)
+    def build(self, desc, request):
+        if "value" in desc:
+            return desc["value"]
+        torch, name = self.torch, desc["dtype"]
+        if name == "bfloat16":
+            raw = np.frombuffer(desc["bytes"], dtype="<i2").reshape(desc["shape"]).copy()
+            t = torch.from_numpy(raw).view(torch.bfloat16)
+        else:
+            t = torch.from_numpy(_numpy_input(desc))
         t = t.to(self.device)
-        if strided and t.dim() >= 2:
+        if request["strided"] and t.dim() >= 2:
             axes = (-3, -2) if t.dim() >= 3 else (-2, -1)
             t = t.transpose(*axes).contiguous().transpose(*axes)
         return t
-
-    def copy(self, a):
-        return a.detach().clone() if isinstance(a, self.torch.Tensor) else a
-
-    def same(self, a, b):
-        if not isinstance(a, self.torch.Tensor):
-            return True
-        a = a.detach()
-        if a.shape != b.shape:
-            return False
-        if a.dtype == self.torch.bool:
-            return bool(self.torch.equal(a, b))
-        both_nan = self.torch.isnan(a) & self.torch.isnan(b)
-        return bool(((a == b) | both_nan).all())
 
     def seed(self, seed):
         self.torch.manual_seed(seed)
@@ -210,19 +188,37 @@ class _Torch:
     def is_array(self, a):
         return isinstance(a, self.torch.Tensor)
 
-    def is_numeric(self, a):
-        return not a.is_complex()
+    @contextlib.contextmanager
+    def bare(self):
+        """No __torch_function__ (subclass or mode) and no Python dispatch while reading."""
+        torch = self.torch
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(torch._C.DisableTorchFunction())
+            if hasattr(torch._C, "_DisableTorchDispatch"):
+                stack.enter_context(torch._C._DisableTorchDispatch())
+            yield
 
-    def to_numpy(self, a):
-        a = a.detach().to("cpu")
-        if a.dtype == self.torch.bool:
-            return a.numpy().copy()
-        if a.is_floating_point() or a.is_complex():
-            return a.to(self.torch.float64).numpy().copy()
-        return a.numpy().copy()
-
-    def dtype_name(self, a):
-        return str(a.dtype).replace("torch.", "")
+    def read(self, a, buffers, request):
+        """The tensor's storage, read with TensorBase's C methods, never the object's own."""
+        torch, B = self.torch, self.base
+        try:
+            with self.bare():
+                t = B.contiguous(B.to(B.detach(a), "cpu"))
+                name = str(B.dtype.__get__(t)).removeprefix("torch.")
+                if name in ("float16", "bfloat16"):
+                    t = B.view(t, torch.int16)
+                elif name == "bool":
+                    t = B.view(t, torch.uint8)
+                elif B.is_complex(t) or B.is_quantized.__get__(t) or name not in _READABLE:
+                    return {"dtype": name, "shape": list(B.shape.__get__(t))}
+                shape = list(B.shape.__get__(t))
+                raw = _ndarray_tobytes(B.numpy(B.clone(t)), order="C")
+        except Exception as e:  # noqa: BLE001 - storage that cannot be read is no answer
+            raise ImplementationFailure(
+                CRASHED, f"returned a tensor whose data cannot be read ({_exception(e)})",
+                request["call"]) from None
+        buffers.append(raw)
+        return {"array": len(buffers) - 1, "dtype": name, "shape": shape}
 
     def requires_grad(self, args):
         return [
@@ -232,25 +228,24 @@ class _Torch:
             for a in args
         ]
 
-    def grads(self, out, args, request):
-        torch = self.torch
-        names = ARG_NAMES[request.fn]
-        upstream = torch.from_numpy(request.grad).to(out.dtype).to(out.device)
-        if not out.requires_grad:
-            return {names[i]: None for i, a in enumerate(args) if _is_float(torch, a)}
+    def grads(self, out, args, request, buffers):
+        torch, B = self.torch, self.base
+        names = ARG_NAMES[request["fn"]]
+        floats = [(names[i], a) for i, a in enumerate(args) if _is_float(torch, a)]
+        with self.bare():
+            if not B.requires_grad.__get__(out):
+                return {n: None for n, _ in floats}
+            upstream = torch.from_numpy(request["grad"]).to(B.dtype.__get__(out))
+            loss = torch.sum(torch.mul(out, upstream.to(B.device.__get__(out))))
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                (out * upstream).sum().backward()
+                loss.backward()
         except Exception as e:  # noqa: BLE001 - a broken backward is the implementation's
             raise ImplementationFailure(
-                CRASHED, f"backward raised {type(e).__name__}: {e}", request.describe()
-            ) from None
-        return {
-            names[i]: None if a.grad is None else a.grad.detach().to("cpu", torch.float64).numpy()
-            for i, a in enumerate(args)
-            if _is_float(torch, a)
-        }
+                CRASHED, f"backward raised {_exception(e)}", request["call"]) from None
+        return {n: None if a.grad is None else self.read(a.grad, buffers, request)
+                for n, a in floats}
 
     def gradcheck(self, fn, args, kwargs, request):
         torch = self.torch
@@ -268,8 +263,11 @@ class _Torch:
             if "GradcheckError" not in e.what:
                 raise
             ok, message = False, e.what.split(": ", 1)[-1]
-        seconds = time.perf_counter() - start
-        return Result((np.array(bool(ok)),), ("bool",), (), seconds, None, message)
+        return bool(ok), message, time.perf_counter() - start
+
+
+_READABLE = ("float64", "float32", "int8", "int16", "int32", "int64", "uint8", "uint16",
+             "uint32", "uint64")
 
 
 def _first(answer):

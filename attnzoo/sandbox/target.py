@@ -5,6 +5,7 @@ A target is named by a locator, the same string the command line takes:
 ``package.module:func`` (an SDPA-style callable, or any attribute holding a lesson module).
 """
 
+import errno
 import importlib
 import importlib.util
 import inspect
@@ -60,11 +61,25 @@ class Manifest:
     def lacks(self, fn):
         return self.functions.get(fn, f"the target has no {fn}")
 
+    def to_json(self):
+        return {"functions": dict(self.functions), "keywords": list(self.keywords)}
+
+    @classmethod
+    def from_json(cls, data):
+        """A manifest the worker sent, checked to be what a manifest holds."""
+        functions, keywords = data["functions"], data["keywords"]
+        if not (isinstance(functions, dict) and isinstance(keywords, list)
+                and set(functions) <= {*LESSON_FUNCTIONS, "sdpa"}
+                and all(v is None or isinstance(v, str) for v in functions.values())
+                and set(keywords) <= set(SDPA_KEYWORDS)):
+            raise ValueError("not a manifest")
+        return cls(functions, tuple(keywords))
+
 
 def load(locator):
     """Import what a locator names; raise BadTarget with a one-line fix on failure."""
     path, _, attr = _split(locator)
-    if path.endswith(".py") or os.sep in path:
+    if is_file(path):
         module = _load_file(path)
     else:
         module = _import(path)
@@ -79,19 +94,48 @@ def load(locator):
 
 
 def _split(locator):
+    """(path, ":", attribute) or (path, "", ""): split at the last colon only when what follows
+    it is a dotted name, and never inside a path that exists (``a:b/my.py`` is a file)."""
     if not locator or not locator.strip():
         raise BadTarget("empty target: give path/to/module.py, file.py:func or package.module:func")
     path, sep, attr = locator.rpartition(":") if ":" in locator else (locator, "", "")
+    if sep and (os.path.lexists(locator) or (attr and not _dotted(attr))):
+        return locator, "", ""
     if sep and (not path or not attr):
         raise BadTarget(f"bad target {locator!r}: write it as file.py:func or package.module:func")
     return path, sep, attr
 
 
-def _load_file(path):
-    if not os.path.exists(path):
+def _dotted(name):
+    return all(part.isidentifier() for part in name.split("."))
+
+
+def is_file(path):
+    """Whether a locator's module part names a file (or should): not a dotted module name."""
+    return path.endswith(".py") or os.sep in path or os.path.lexists(path) \
+        or not _dotted(path)
+
+
+def check_file(path):
+    """Raise BadTarget unless ``path`` is a readable .py file, naming what is wrong with it."""
+    if not os.path.lexists(path):
         raise BadTarget(f"no such file: {path}: check the path")
+    try:
+        os.stat(path)
+    except OSError as e:
+        why = "a symlink loop" if e.errno == errno.ELOOP else \
+            "a broken symlink" if os.path.islink(path) else e.strerror
+        raise BadTarget(f"{path} cannot be opened ({why}): point at a real .py file") from None
+    if os.path.isdir(path):
+        raise BadTarget(f"{path} is not a .py file but a folder: point at a Python module")
     if not path.endswith(".py"):
-        raise BadTarget(f"{path} is not a .py file: point at a Python module")
+        raise BadTarget(f"{path} is not a .py file: point at a Python module (a .py file)")
+    if not os.access(path, os.R_OK):
+        raise BadTarget(f"{path} is not readable: check its permissions")
+
+
+def _load_file(path):
+    check_file(path)
     name = "attnzoo_target_" + os.path.splitext(os.path.basename(path))[0]
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)

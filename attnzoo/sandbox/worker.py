@@ -1,45 +1,54 @@
 """The worker process behind ``Isolated``: loads targets and answers requests until EOF.
 
-Protocol over the socket given as argv[1], one message each way at a time:
-``("describe", locator)`` → ``("described", info)`` | ``("bad", message)``;
-``("infer", locator)`` → ``("inferred", "numpy" | "torch" | None)`` (runs the target's code);
-``("target", Target)`` → ``("ready", Manifest)`` | ``("bad", message)``;
-``("call", Request)`` → ``("ok", Result)`` | ``("fail", verdict, what)``.
+It speaks :mod:`attnzoo.sandbox.wire` over the socket whose descriptor is argv[1] (JSON
+headers, raw buffers, never a pickle), one message each way at a time:
+``{"verb": "describe", "locator"}`` → ``{"described": info}`` | ``{"bad": message}``;
+``{"verb": "infer", "locator"}`` → ``{"inferred": "numpy" | "torch" | None}`` (runs the
+target's code); ``{"verb": "target", "target": fields}`` → ``{"ready": manifest}`` |
+``{"bad": message}``; ``{"verb": "call", ...request}`` → a reply of raw arrays
+(:func:`probes.execute`) | ``{"fail": verdict, "what": text}``.
+Nothing here decides a verdict: the parent reads every reply as untrusted data.
 """
 
 import sys
-from multiprocessing.connection import Connection
 
 
 def main(fd):
-    conn = Connection(fd)
-    from attnzoo.sandbox import probes
-    from attnzoo.sandbox.target import BadTarget, describe, infer_backend, load, manifest
+    import socket
+
+    from attnzoo.sandbox import hygiene
+
+    hygiene.die_with_parent()
+    sock = socket.socket(fileno=fd)
+    from attnzoo.sandbox import decide, probes, wire
+    from attnzoo.sandbox.target import BadTarget, Target, describe, infer_backend, load, manifest
     from detectors.kit.verdict import ImplementationFailure
 
     loaded, target, offered = {}, None, None
     while True:
         try:
-            verb, payload = conn.recv()
+            header, buffers = wire.read(sock)
         except EOFError:
             return
+        verb, out = header.get("verb"), []
         try:
             if verb == "describe":
-                reply = ("described", describe(_load(loaded, payload, load), payload))
+                reply = {"described": describe(_load(loaded, header["locator"], load),
+                                               header["locator"])}
             elif verb == "infer":
-                reply = ("inferred", infer_backend(_load(loaded, payload, load)))
+                reply = {"inferred": infer_backend(_load(loaded, header["locator"], load))}
             elif verb == "target":
-                obj = _load(loaded, payload.locator, load)
-                target, offered = payload, manifest(obj, payload)
-                reply = ("ready", offered)
+                target = Target(**header["target"])
+                offered = manifest(_load(loaded, target.locator, load), target)
+                reply = {"ready": offered.to_json()}
             else:
-                obj = loaded[target.locator]
-                reply = ("ok", probes.execute(obj, target, offered, payload))
+                request = decide.for_worker(header, buffers)
+                reply, out = probes.execute(loaded[target.locator], target, offered, request)
         except BadTarget as e:
-            reply = ("bad", str(e))
+            reply = {"bad": str(e)}
         except ImplementationFailure as e:
-            reply = ("fail", e.verdict, e.what)
-        conn.send(reply)
+            reply = {"fail": e.verdict, "what": e.what}
+        wire.send(sock, reply, out)
 
 
 def _load(loaded, locator, load):

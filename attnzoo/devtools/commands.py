@@ -1,0 +1,126 @@
+"""The developer tools' commands: ``docs``, ``mutants``, ``bench`` and ``gpu``.
+
+Their parsers are added to the command line here so that ``attnzoo.cli`` stays parsing and
+dispatch of the user's commands; each handler imports its tool only when it runs (matplotlib
+and mutmut are never imported for ``attnzoo check``). ``docs``, ``mutants`` and ``bench`` work
+on a checkout of the project (``project.root``); ``gpu`` runs anywhere.
+"""
+
+import os
+import sys
+import time
+
+from attnzoo.check import BadInput
+
+
+def add(sub, add_run_options):
+    p = sub.add_parser("mutants", help="mutation testing of reference/: score and the "
+                       "per-detector mutant matrix",
+                       description="From a clean mutants/: mutmut run over reference/, the score "
+                       "from mutmut export-cicd-stats (timeouts count as not killed), then every "
+                       "detector against every mutant. Exit 1 unless every mutant is killed.")
+    p.add_argument("--output", default="docs/mutants.json", metavar="PATH",
+                   help="where to write the per-detector mutant matrix (default docs/mutants.json)")
+    p.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
+    p.add_argument("--log", default="mutmut.log", metavar="PATH",
+                   help="mutmut's own output (default mutmut.log)")
+    p.add_argument("--check", action="store_true",
+                   help="run nothing: exit 1 unless the --output file says every mutant is "
+                   "killed by a detector of today's suite")
+    p.set_defaults(run=cmd_mutants)
+
+    p = sub.add_parser("bench", help="time the test run, the matrix, check and every detector",
+                       description="Medians over repeated whole runs; writes JSON.")
+    p.add_argument("--repeats", type=int, default=3, help="runs per figure (default 3)")
+    p.add_argument("--scales", default="1,2,4", help="battery sizes to time (default 1,2,4)")
+    p.add_argument("--output", default="docs/benchmark.json", metavar="PATH")
+    p.add_argument("--no-xdist-compare", action="store_true",
+                   help="skip the serial-vs-parallel kill matrix comparison")
+    p.add_argument("--ratio", action="store_true",
+                   help="only the README's test command against the kill matrix, in turn: "
+                   "their walls and the ratio (writes nothing)")
+    p.set_defaults(run=cmd_bench)
+
+    p = sub.add_parser("gpu", help="PyTorch's SDPA kernels on CUDA: backend × dtype × detector",
+                       description="Runs the SDPA-contract detectors against each sdpa_kernel "
+                       "backend in float16, bfloat16 and float32. Exits 0 with a message when "
+                       "there is no GPU.")
+    add_run_options(p, device="cuda", dtype=False)
+    p.add_argument("--output", default="gpu-conformance.json", metavar="PATH")
+    p.add_argument("--markdown", metavar="PATH", help="also write the table as markdown")
+    p.set_defaults(run=cmd_gpu)
+
+    p = sub.add_parser("docs", help="regenerate docs/: catalogue pages, kill-matrix JSON and PNG",
+                       description="Run the kill matrix (seed 0) and write docs/kill-matrix.json, "
+                       "docs/kill-matrix.png, docs/catalogue/*.md and the generated blocks of "
+                       "docs/test-design.md.")
+    p.add_argument("--from-json", metavar="PATH",
+                   help="rebuild pages and heatmap from this matrix JSON instead of running it")
+    p.add_argument("--check", action="store_true",
+                   help="exit 1 naming the files that differ from what docs/kill-matrix.json "
+                   "gives (runs no matrix)")
+    p.set_defaults(run=cmd_docs)
+
+
+def cmd_mutants(args):
+    from attnzoo.devtools import mutants, project
+
+    if args.jobs < 1:
+        raise BadInput("--jobs must be at least 1")
+    project.root("attnzoo mutants")
+    if args.check:
+        if not os.path.exists(args.output):
+            raise BadInput(f"no such file: {args.output}: run 'attnzoo mutants' first")
+        return mutants.check(args.output)
+    return mutants.main_run(args.output, args.jobs, args.log)
+
+
+def cmd_bench(args):
+    from attnzoo.devtools import bench, project
+
+    try:
+        scales = tuple(int(s) for s in args.scales.split(","))
+    except ValueError:
+        raise BadInput(f"--scales takes whole numbers like 1,2,4, not {args.scales!r}") from None
+    if args.repeats < 1 or not scales or min(scales) < 1:
+        raise BadInput("--repeats and --scales must be at least 1")
+    project.root("attnzoo bench")
+    return bench.run(args.repeats, scales, args.output, not args.no_xdist_compare, args.ratio)
+
+
+def cmd_gpu(args):
+    from attnzoo.check import check_seed
+    from attnzoo.devtools import gpu
+
+    check_seed(args.seed)
+    return gpu.run(args.device, args.output, args.markdown, args.seed)
+
+
+def cmd_docs(args):
+    from attnzoo.devtools import docs, project
+
+    root = project.root("attnzoo docs")
+    if args.check:
+        if args.from_json:
+            raise BadInput("--check reads docs/kill-matrix.json; drop --from-json")
+        stale = docs.stale(root)
+        for path, why in stale:
+            print(f"stale: {path}: {why}")
+        print("docs are up to date" if not stale else
+              f"{len(stale)} stale file(s): run 'attnzoo docs' (or --from-json "
+              f"{docs.JSON_PATH.as_posix()} when only the zoo's text changed)")
+        return 1 if stale else 0
+    if args.from_json:
+        if not os.path.exists(args.from_json):
+            raise BadInput(f"no such file: {args.from_json}")
+        data = docs.normalise(docs.load(args.from_json))
+        for problem in docs.coverage(data):
+            print(f"warning: {args.from_json}: {problem}", file=sys.stderr)
+    else:
+        start = time.perf_counter()
+        data = docs.run_matrix(0, progress=lambda row: print(f"  {row.label}", file=sys.stderr,
+                                                              flush=True))
+        print(f"kill matrix: {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    for path in docs.write(data, root):
+        print(f"wrote {path}")
+    return 0

@@ -1,0 +1,146 @@
+"""The parent's side of a call: what is sent, and what the raw reply means.
+
+:func:`encode` casts a detector's float64 request to the target's dtype here, in the parent,
+and keeps those exact bytes; :func:`decide` reads the worker's plain-data reply and makes every
+decision about it: dtypes against the allow-list, conversion to float64, whether an input
+changed (the bytes of every input after the call against the bytes sent), gradients. Both
+executors use these two functions, so the kill matrix (in-process) and ``attnzoo check`` (a
+worker) cannot disagree about what an answer means.
+"""
+
+import math
+
+import numpy as np
+
+from attnzoo.sandbox import wire
+from detectors.kit.calls import ARG_NAMES, RETURNS, Result
+from detectors.kit.verdict import CRASHED, ImplementationFailure
+
+
+def encode(request, target):
+    """(header, buffers, sent): the request as plain data; ``sent`` what mutation compares."""
+    buffers, sent = [], []
+    backend = target.backend
+
+    def arg(a, name, cast):
+        if not isinstance(a, np.ndarray):
+            if a is not None and not isinstance(a, (bool, int, float)):
+                raise TypeError(f"a request argument of type {type(a).__name__}")
+            return {"value": a}
+        data, dtype = wire.to_target(a, request.dtype if cast and a.dtype != bool else
+                                     ("bool" if a.dtype == bool else "float64"), backend)
+        buffers.append(data)
+        desc = {"array": len(buffers) - 1, "dtype": dtype, "shape": list(a.shape)}
+        sent.append((name, desc, len(buffers) - 1))
+        return desc
+
+    names = ARG_NAMES[request.fn]
+    args = [arg(a, names[i], True) for i, a in enumerate(request.args)]
+    kwargs = {k: arg(v, k, backend == "torch") for k, v in request.kwargs.items()}
+    grad = None
+    if request.grad is not None:
+        buffers.append(np.ascontiguousarray(request.grad, dtype="<f8"))
+        grad = {"array": len(buffers) - 1, "dtype": "float64",
+                "shape": list(np.shape(request.grad))}
+    header = {"fn": request.fn, "args": args, "kwargs": kwargs, "grad": grad,
+              "gradcheck": bool(request.gradcheck), "seed": request.seed,
+              "strided": bool(request.strided), "call": request.describe()}
+    return header, [bytes(memoryview(b).cast("B")) for b in buffers], sent
+
+
+def for_worker(header, buffers):
+    """The worker's view of an encoded request: each array description gets its bytes."""
+    def attach(desc):
+        if desc is None or "array" not in desc:
+            return desc
+        return dict(desc, bytes=buffers[desc["array"]])
+
+    request = dict(header)
+    request["args"] = [attach(a) for a in header["args"]]
+    request["kwargs"] = {k: attach(v) for k, v in header["kwargs"].items()}
+    grad = header.get("grad")
+    if grad is not None:
+        request["grad"] = np.frombuffer(buffers[grad["array"]], "<f8").reshape(grad["shape"]).copy()
+    return request
+
+
+def decide(reply, buffers, sent, sent_buffers, request, target):
+    """A Result from a reply the worker sent, trusting nothing in it."""
+    call = request.describe()
+    try:
+        return _decide(reply, buffers, sent, sent_buffers, request, target)
+    except wire.NotNumbers as e:
+        raise ImplementationFailure(
+            CRASHED, f"returned an array of {e.name}, not numbers", call) from None
+    except (wire.Malformed, KeyError, TypeError, ValueError, AttributeError, IndexError,
+            OverflowError, RecursionError) as e:
+        raise ImplementationFailure(
+            CRASHED, f"sent a reply attnzoo cannot read ({type(e).__name__}: {e})", call
+        ) from None
+
+
+def _decide(reply, buffers, sent, sent_buffers, request, target):
+    want = 1 if request.gradcheck else RETURNS[request.fn]
+    values = reply["values"]
+    if not isinstance(values, list) or len(values) != want:
+        raise wire.Malformed(f"{len(values)} answers where {want} were due")
+    seconds = reply["seconds"]
+    if not isinstance(seconds, (int, float)) or not math.isfinite(seconds) or seconds < 0:
+        raise wire.Malformed(f"a call time of {seconds!r}")
+    if request.gradcheck:
+        ok, name = wire.array(values[0], buffers)
+        message = reply.get("message", "")
+        if name != "bool" or ok.size != 1 or not isinstance(message, str):
+            raise wire.Malformed("a gradcheck reply that is not one bool and a message")
+        return Result((np.array(bool(ok.reshape(()))),), ("bool",), (), seconds, None, message)
+    arrays = [wire.array(v, buffers) for v in values]
+    out = tuple(_as_answer(a, name, target.backend) for a, name in arrays)
+    dtypes = tuple(name for _, name in arrays)
+    return Result(out, dtypes, _mutated(reply["inputs"], buffers, sent, sent_buffers), seconds,
+                  _grads(reply.get("grads"), buffers, request))
+
+
+def _as_answer(a, name, backend):
+    """Floats as float64, bools as bool; integers as float64 (NumPy) or kept (torch)."""
+    if name == "bool":
+        return np.array(a, dtype=bool)
+    if name in wire.FLOATS or backend == "numpy":
+        return np.array(a, dtype=np.float64)
+    return np.array(a)
+
+
+def _mutated(inputs, buffers, sent, sent_buffers):
+    """Names of the inputs whose bytes after the call differ from those sent."""
+    if not isinstance(inputs, list) or len(inputs) != len(sent):
+        raise wire.Malformed(f"{len(inputs)} inputs read back where {len(sent)} were sent")
+    changed = []
+    for after, (name, desc, i) in zip(inputs, sent):
+        if _same_bytes(after, buffers, desc, sent_buffers[i]):
+            continue  # byte for byte what was sent: unchanged, no need to rebuild it
+        before, _ = wire.array(desc, sent_buffers)
+        try:
+            now, now_name = wire.array(after, buffers)
+        except (wire.Malformed, wire.NotNumbers):
+            changed.append(name)  # its storage now holds something that is not its data
+            continue
+        equal = now_name == desc["dtype"] and now.shape == before.shape and np.array_equal(
+            now, before, equal_nan=before.dtype != bool)
+        if not equal:
+            changed.append(name)
+    return tuple(changed)
+
+
+def _same_bytes(after, buffers, desc, sent):
+    return (isinstance(after, dict) and after.get("dtype") == desc["dtype"]
+            and after.get("shape") == desc["shape"] and type(after.get("array")) is int
+            and 0 <= after["array"] < len(buffers) and buffers[after["array"]] == sent)
+
+
+def _grads(grads, buffers, request):
+    if request.grad is None:
+        return None
+    names = ARG_NAMES[request.fn]
+    if not isinstance(grads, dict) or not set(grads) <= set(names):
+        raise wire.Malformed("gradients for arguments the call does not have")
+    return {n: None if g is None else np.array(wire.array(g, buffers)[0], dtype=np.float64)
+            for n, g in grads.items()}

@@ -1,0 +1,221 @@
+"""Worker processes that leave nothing behind: own session, no terminal, capped output.
+
+The worker starts in a new session (so it has no controlling terminal and is the leader of its
+own process group), with stdin from /dev/null and stdout/stderr into a pipe that the parent
+drains into :class:`Capture` (head and tail kept, the rest counted). :func:`kill` ends the
+worker's group, everything in its session, and (with :func:`install` called, as ``attnzoo
+check`` does) every orphan of it that was re-parented to attnzoo. :func:`install` also makes
+SIGTERM and SIGHUP, and interpreter exit, kill every live worker first.
+"""
+
+import atexit
+import os
+import signal
+import subprocess
+import sys
+import time
+
+HEAD = TAIL = 64 * 1024  # bytes of the implementation's output kept at each end
+PR_SET_CHILD_SUBREAPER = 36
+
+_live = {}  # pid -> Popen of workers not yet killed
+_installed = False
+
+
+class Capture:
+    """The first HEAD and last TAIL bytes of the worker's output, and how many bytes in all.
+
+    Drained by the parent between and during calls (:meth:`drain`), never by a thread, so what
+    a call printed is all here once its reply has arrived (the worker writes unbuffered).
+    """
+
+    def __init__(self, stream):
+        self.fd = stream.fileno()
+        self.stream = stream  # keeps the pipe open
+        os.set_blocking(self.fd, False)
+        self.head, self.tail, self.total = bytearray(), bytearray(), 0
+        self.noted_drop = False
+
+    def drain(self):
+        """Read whatever the pipe holds now; False once the writer has closed it."""
+        while True:
+            try:
+                chunk = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                return True
+            except OSError:
+                return False
+            if not chunk:
+                return False
+            self.total += len(chunk)
+            room = HEAD - len(self.head)
+            self.head += chunk[:max(room, 0)]
+            if room < len(chunk):
+                self.tail = (self.tail + chunk[max(room, 0):])[-TAIL:]
+
+    def dropped(self):
+        return self.total - len(self.head) - len(self.tail)
+
+    def first_line(self):
+        lines = bytes(self.head[:200]).decode("utf-8", "replace").strip().splitlines()
+        return lines[0] if lines else ""
+
+
+def spawn(argv, pass_fds, env):
+    """Start a worker in its own session; returns (Popen, Capture of its output)."""
+    proc = subprocess.Popen(
+        argv, pass_fds=pass_fds, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, env=env, start_new_session=True, close_fds=True,
+    )
+    _live[proc.pid] = proc
+    return proc, Capture(proc.stdout)
+
+
+def wait_readable(sock, capture, seconds):
+    """Drain the output until ``sock`` has data (True) or ``seconds`` pass (False)."""
+    import select
+
+    until = time.monotonic() + seconds
+    open_ = True
+    while True:
+        left = until - time.monotonic()
+        if left <= 0:
+            return False
+        ready, _, _ = select.select([sock] + ([capture.fd] if open_ else []), [], [], left)
+        if capture.fd in ready:
+            open_ = capture.drain()
+        if sock in ready:
+            return True
+
+
+def kill(proc):
+    """Kill the worker, its process group, its session, its descendants and its orphans.
+
+    Repeated until a scan finds none left (an intermediate process may still be handing an
+    orphan over to us while we look), then the worker is reaped.
+    """
+    pid = proc.pid
+    for _ in range(20):
+        _signal_group(pid)
+        strays = _strays(pid)
+        for other in strays:
+            _signal(other)
+        if not strays:
+            break
+        time.sleep(0.01)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # uninterruptible sleep: nothing more can be done
+        pass
+    _live.pop(pid, None)
+    _reap_orphans()
+
+
+def _signal_group(pgid):
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _signal(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _strays(worker):
+    """Live processes of the worker's group or session, its descendants, and (subreaper)
+    descendants of attnzoo that are not other workers."""
+    me = os.getpid()
+    table = {}
+    for name in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if name.isdigit() and int(name) != me:
+            stat = _stat(name)
+            if stat is not None and stat[3] != "Z":
+                table[int(name)] = stat
+    roots = {worker} | ({me} if _installed else set())
+    others = set(_live) - {worker}
+
+    def descends(pid):
+        seen = set()
+        while pid in table and pid not in seen:
+            seen.add(pid)
+            if pid in others:
+                return False
+            parent = table[pid][0]
+            if parent in roots:
+                return parent == worker or pid not in others
+            pid = parent
+        return False
+
+    return [pid for pid, (ppid, pgrp, session, _) in table.items()
+            if pid != worker and pid not in others
+            and (pgrp == worker or session == worker or descends(pid))] + \
+        ([worker] if worker in table else [])
+
+
+def _stat(pid):
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        # ppid, pgrp, session, state
+        return int(fields[1]), int(fields[2]), int(fields[3]), fields[0].decode()
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _reap_orphans():
+    """Collect the exit status of orphans re-parented to us, so none stays a zombie."""
+    if not _installed:
+        return
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        _live.pop(pid, None)
+
+
+def kill_all():
+    for proc in list(_live.values()):
+        kill(proc)
+
+
+def install():
+    """For a command-line run: orphans come to us, and every exit path kills every worker."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    import ctypes
+
+    try:  # Linux: processes the target orphans are re-parented to attnzoo, not to init
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    atexit.register(kill_all)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _on_signal)
+
+
+def _on_signal(signum, frame):
+    kill_all()
+    try:
+        sys.stderr.write(f"attnzoo: stopped by {signal.Signals(signum).name}\n")
+        sys.stderr.flush()
+    finally:
+        os._exit(128 + signum)
+
+
+def die_with_parent():
+    """In the worker: SIGKILL when attnzoo dies, even by SIGKILL (Linux only)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass

@@ -1,0 +1,8 @@
+"""A correct module that takes ATTNZOO_TEST_SECONDS (default 3) to import."""
+import os
+import time
+
+from reference.lesson_numpy import attention, causal_mask, causal_self_attention  # noqa: F401
+from reference.lesson_numpy import softmax  # noqa: F401
+
+time.sleep(float(os.environ.get("ATTNZOO_TEST_SECONDS", "3")))
