@@ -139,6 +139,19 @@ def build_parser():
     from attnzoo.devtools import commands
 
     commands.add(sub, add_run_options)
+
+    p = sub.add_parser("survey", help="the detectors on installed attention libraries",
+                       description="Run every installed adapter of attnzoo/survey/adapters "
+                       "(pip install -e '.[survey]') at each dtype it supports; write "
+                       "survey.json and survey.md.")
+    p.add_argument("--only", action="append", metavar="NAME",
+                   help="only this implementation (repeatable), e.g. jax-nn")
+    p.add_argument("--dtype", action="append", choices=("float32", "float64"),
+                   help="only this dtype (repeatable; default every dtype it supports)")
+    p.add_argument("--output-dir", default="docs", metavar="DIR",
+                   help="where survey.json and survey.md go (default docs)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the case battery (default 0)")
+    p.set_defaults(run=cmd_survey)
     return parser
 
 
@@ -275,6 +288,14 @@ def cmd_detectors(args):
     for r in rows:
         print(f"{r['name']:<{w}}  {r['oracle']:<13} {','.join(r['clauses']):<16} {r['property']}")
     return 0
+
+
+def cmd_survey(args):
+    from attnzoo.survey.command import main as survey
+
+    if args.seed < 0:
+        raise UsageError(f"--seed must be 0 or more, not {args.seed}")
+    return survey(args.only, args.output_dir, args.dtype, args.seed)
 
 
 def cmd_new(args):

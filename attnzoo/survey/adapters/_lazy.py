@@ -1,0 +1,28 @@
+"""Import an adapter's library when the sandbox loads the adapter, not when it is surveyed.
+
+Each adapter module sets ``__getattr__ = _lazy.loader(DECLARATION, _sdpa)``: reading its
+``DECLARATION`` imports nothing (the survey reads every declaration in one process, and keras
+takes its backend once per process), while the worker's ``load("…:sdpa")`` imports the
+library then, under the load time limit, so no call pays for the import.
+"""
+
+import importlib
+
+
+def loader(declaration, fn, before=None):
+    def __getattr__(name):
+        if name != "sdpa":
+            raise AttributeError(name)
+        from attnzoo.sandbox.target import BadTarget
+
+        try:
+            if before is not None:
+                before()
+            importlib.import_module(declaration.module)
+        except Exception as e:  # noqa: BLE001 - any import failure means "cannot run here"
+            first = (str(e).strip().splitlines() or [""])[0]
+            raise BadTarget(f"{declaration.module} failed to import: {type(e).__name__}: "
+                            f"{first}") from None
+        return fn
+
+    return __getattr__

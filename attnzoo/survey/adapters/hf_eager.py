@@ -1,0 +1,40 @@
+"""transformers' eager attention: models.llama.modeling_llama.eager_attention_forward.
+
+Converts: a bool mask to the additive mask transformers builds for its eager path (0 where
+allowed, ``torch.finfo(dtype).min`` where not — masking_utils' eager mask); ``scale=None`` to
+the module's ``scaling`` = head_dim ** -0.5, as every model sets it; ``enable_gqa`` to
+``num_key_value_groups`` = H_q // H_kv; ``dropout_p`` to ``dropout`` with the module in training
+mode; the answer from (N, L, H, Ev) back to (N, H, L, Ev), a transpose.
+"""
+
+from attnzoo.survey.adapters import _lazy
+from attnzoo.survey.capabilities import Declaration
+
+DECLARATION = Declaration(
+    name="hf-eager", title="transformers eager_attention_forward (llama)",
+    distribution="transformers", module="transformers.models.llama.modeling_llama",
+    # causal masks are built by the model (masking_utils), the function takes none
+    unsupported=frozenset({"rank_other_than_4", "is_causal"}),
+    refuses=("takes no is_causal",),
+    docs="https://huggingface.co/docs/transformers/attention_interface",
+)
+
+
+def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+         enable_gqa=False):
+    import torch
+    from transformers.models.llama.modeling_llama import eager_attention_forward
+
+    from attnzoo.survey.adapters import _convert, _hf
+
+    module = _hf.Module(query, key, enable_gqa, dropout_p)
+    mask = _convert.bool_as_additive(attn_mask, query.dtype, torch.finfo(query.dtype).min)
+    scaling = query.shape[-1] ** -0.5 if scale is None else scale
+    if is_causal:
+        raise NotImplementedError("eager_attention_forward takes no is_causal")
+    out, _ = eager_attention_forward(module, query, key, value, mask, scaling=scaling,
+                                     dropout=dropout_p)
+    return _convert.heads_first(out)  # (N, L, H, Ev) → (N, H, L, Ev)
+
+
+__getattr__ = _lazy.loader(DECLARATION, _sdpa)

@@ -1,0 +1,42 @@
+"""transformers.integrations.flex_attention.flex_attention_forward (torch flex_attention, compiled).
+
+Converts: a bool mask to an additive score mask, 0 where allowed and -inf where not (flex's
+``score_mask`` path; transformers builds a BlockMask only inside its models); ``scale`` to
+``scaling``; the answer from (N, L, H, Ev) back to (N, H, L, Ev), a transpose. Group sharing
+is the function's own (it passes enable_gqa to flex_attention). The first call of each shape
+compiles, so calls get a long time limit.
+"""
+
+from attnzoo.survey.adapters import _lazy
+from attnzoo.survey.capabilities import Declaration
+
+DECLARATION = Declaration(
+    name="hf-flex", title="transformers flex_attention_forward",
+    distribution="transformers", module="transformers.integrations.flex_attention",
+    # causal masks come as a BlockMask built by the model; dropout raises ValueError
+    unsupported=frozenset({"rank_other_than_4", "is_causal", "dropout", "autograd", "float64"}),
+    refuses=("takes no is_causal", "does not support `dropout`"),
+    dtypes=("float32",),  # flex_attention on CPU takes float32, float16, bfloat16 only
+    call_seconds=120.0,
+    docs="https://huggingface.co/docs/transformers/attention_interface",
+)
+
+
+def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+         enable_gqa=False):
+    import math
+
+    from transformers.integrations.flex_attention import flex_attention_forward
+
+    from attnzoo.survey.adapters import _convert, _hf
+
+    if is_causal:
+        raise NotImplementedError("flex_attention_forward takes no is_causal (a BlockMask does)")
+    module = _hf.Module(query, key, enable_gqa, dropout_p)
+    mask = _convert.bool_as_additive(attn_mask, query.dtype, -math.inf)
+    out, _ = flex_attention_forward(module, query, key, value, mask, scaling=scale,
+                                    dropout=dropout_p)
+    return _convert.heads_first(out)  # (N, L, H, Ev) → (N, H, L, Ev)
+
+
+__getattr__ = _lazy.loader(DECLARATION, _sdpa)

@@ -1,0 +1,36 @@
+"""torch.nn.MultiheadAttention's weights path: need_weights=True, average_attn_weights=False.
+
+Converts what :mod:`attnzoo.survey.adapters._mha` describes (identity projections, heads
+merged into the embedding, MHA's True = masked convention); returns the attention output of the
+path that also computes the per-head weights (F.multi_head_attention_forward's explicit
+softmax), not the weights.
+"""
+
+from attnzoo.survey.adapters import _lazy
+from attnzoo.survey.capabilities import Declaration
+
+DECLARATION = Declaration(
+    name="torch-mha-weights", title="torch nn.MultiheadAttention, need_weights=True",
+    distribution="torch", module="torch",
+    # one head size for q, k, v; no scale, is_causal (a hint only), GQA; (N, L, E) batches only
+    unsupported=frozenset({"e_ne_ev", "rank_other_than_4", "scale", "is_causal", "gqa"}),
+    refuses=("takes no scale", "does not match value shape",
+             "Need attn_mask if specifying the is_causal hint"),
+    docs="https://pytorch.org/docs/stable/generated/torch.nn.MultiheadAttention.html",
+)
+
+
+def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+         enable_gqa=False):
+    from attnzoo.survey.adapters import _mha
+
+    if scale is not None:  # refused, never ignored: an ignored scale would pose as a bug
+        raise NotImplementedError("MultiheadAttention takes no scale")
+    mha = _mha.module(query, dropout_p)
+    out, _ = mha(_mha.merge(query), _mha.merge(key), _mha.merge(value),
+                 attn_mask=_mha.mask(attn_mask, query, key), need_weights=True,
+                 average_attn_weights=False, is_causal=is_causal)
+    return _mha.split(out, query.shape[1])  # (N, H, L, E)
+
+
+__getattr__ = _lazy.loader(DECLARATION, _sdpa)

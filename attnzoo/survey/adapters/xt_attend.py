@@ -1,0 +1,46 @@
+"""x-transformers' ``Attend`` (x_transformers.attend), its own softmax path (flash=False).
+
+Converts: ``attn_mask`` to Attend's arguments, broadcast to rank 4 by adding size-1 axes (a
+2-D mask means (batch, keys) padding to Attend) — a bool mask to ``mask`` (True = attend, as
+SDPA), a float mask to ``attn_bias`` (added to the scores); ``is_causal``, ``scale`` and
+``dropout_p`` to Attend's constructor, as x-transformers' Attention builds it (training mode
+when p > 0). Grouped heads
+are Attend's own (it shares key/value heads whenever there are fewer of them).
+"""
+
+from attnzoo.survey.adapters import _lazy
+from attnzoo.survey.capabilities import Declaration
+
+DECLARATION = Declaration(
+    name="xt-attend", title="x-transformers Attend(flash=False)",
+    distribution="x-transformers", module="x_transformers.attend",
+    unsupported=frozenset({"rank_other_than_4"}),  # einsum 'b h i d'
+    # create_causal_mask(i, j) = ones(i, j).triu(j - i + 1): the last query sees every key
+    causal_alignment="bottom-right",
+    docs="https://github.com/lucidrains/x-transformers",
+)
+
+FLASH = False
+
+
+def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+         enable_gqa=False):
+    return attend(query, key, value, attn_mask, dropout_p, is_causal, scale, FLASH)
+
+
+def attend(query, key, value, attn_mask, dropout_p, is_causal, scale, flash):
+    import torch
+    from x_transformers.attend import Attend
+
+    from attnzoo.survey.adapters import _convert
+
+    module = Attend(causal=is_causal, dropout=dropout_p, scale=scale, flash=flash)
+    module.train(dropout_p > 0)
+    mask = _convert.rank4(attn_mask)  # a 2-D mask would be read as (batch, keys) padding
+    is_bool = mask is not None and mask.dtype == torch.bool
+    out, _ = module(query, key, value, mask=mask if is_bool else None,
+                    attn_bias=None if is_bool else mask)
+    return out  # (N, H, L, Ev): Attend speaks the harness's layout
+
+
+__getattr__ = _lazy.loader(DECLARATION, _sdpa)

@@ -1,0 +1,27 @@
+"""x-transformers' ``Attend(flash=True)``: its path through F.scaled_dot_product_attention.
+
+Converts what :mod:`attnzoo.survey.adapters.xt_attend` converts; only ``flash`` differs.
+"""
+
+from attnzoo.survey.adapters import _lazy
+from attnzoo.survey.capabilities import Declaration
+
+DECLARATION = Declaration(
+    name="xt-attend-flash", title="x-transformers Attend(flash=True)",
+    distribution="x-transformers", module="x_transformers.attend",
+    unsupported=frozenset({"rank_other_than_4"}),
+    # create_causal_mask(i, j) = ones(i, j).triu(j - i + 1): the last query sees every key
+    causal_alignment="bottom-right",
+    refuses=("No available kernel",),
+    docs="https://github.com/lucidrains/x-transformers",
+)
+
+
+def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+         enable_gqa=False):
+    from attnzoo.survey.adapters.xt_attend import attend
+
+    return attend(query, key, value, attn_mask, dropout_p, is_causal, scale, flash=True)
+
+
+__getattr__ = _lazy.loader(DECLARATION, _sdpa)

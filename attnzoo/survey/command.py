@@ -1,0 +1,31 @@
+"""``attnzoo survey``: every installed adapter, each dtype it supports; JSON, markdown, summary."""
+
+import os
+import sys
+import time
+
+from attnzoo.survey import run, write
+
+DTYPES = ("float32", "float64")
+
+
+def main(only=None, output_dir="docs", dtypes=None, seed=0):
+    """Exit code: 0 when it ran (findings are the survey's content, not a failure), 2 bad input."""
+    try:
+        chosen = run.select(only)
+    except KeyError as e:
+        print(f"attnzoo: error: no surveyed implementation {e.args[0]!r}: names are "
+              f"{', '.join(d.name for _, d in run.select(None))}", file=sys.stderr)
+        return 2
+    if os.path.exists(output_dir) and not os.path.isdir(output_dir):
+        print(f"attnzoo: error: --output-dir {output_dir} is a file: name a folder",
+              file=sys.stderr)
+        return 2
+    start = time.perf_counter()
+    doc = run.survey(chosen, dtypes, seed, progress=lambda s: print(s, flush=True))
+    ran = [r for r in doc["implementations"] if r["runs"]]
+    for path in write.write(doc, output_dir):
+        print(f"wrote {path}")
+    print(f"{len(ran)} of {len(doc['implementations'])} implementations surveyed in "
+          f"{time.perf_counter() - start:.0f} s")
+    return 0

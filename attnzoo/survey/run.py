@@ -1,0 +1,129 @@
+"""Run every installed adapter through the check machinery, one worker per implementation.
+
+Each implementation and dtype gets its own sandbox worker (keras reads its backend once per
+process; a library that crashes or hangs takes only its worker down). Battery cases that use a
+feature the declaration rules out are set aside before any detector sees them, and detectors
+whose whole subject is such a feature are not run; both are recorded, never scored.
+"""
+
+import platform
+import time
+
+from attnzoo.survey import adapters
+from attnzoo.survey.capabilities import supported
+
+# detectors that test one feature and nothing else: not run where it is declared unsupported
+NEEDS = {"autograd": ("correct_gradients",), "dropout": ("dropout_is_inverted",)}
+SCHEMA = "attnzoo.survey/1"
+
+
+def select(only):
+    """The (module, declaration) pairs to run; ``only`` names rows or module names."""
+    chosen = adapters.declarations()
+    if not only:
+        return chosen
+    known = {d.name for _, d in chosen} | {m for m, _ in chosen}
+    unknown = [n for n in only if n not in known]
+    if unknown:
+        raise KeyError(unknown[0])
+    return [(m, d) for m, d in chosen if d.name in only or m in only]
+
+
+def survey(chosen, dtypes=None, seed=0, progress=print):
+    """The survey document (a dict, see docs/survey.md) for the chosen adapters."""
+    rows = []
+    for module, decl in chosen:
+        start = time.perf_counter()
+        row = implementation(module, decl, dtypes, seed)
+        row["seconds"] = round(time.perf_counter() - start, 1)
+        progress(line(row))
+        rows.append(row)
+    return {
+        "schema": SCHEMA,
+        "seed": seed,
+        "python": platform.python_version(),
+        "platform": platform.platform(terse=True),
+        "implementations": rows,
+    }
+
+
+def implementation(module, decl, dtypes, seed):
+    row = {
+        "name": decl.name, "title": decl.title, "distribution": decl.distribution,
+        "version": decl.version(), "adapter": f"attnzoo/survey/adapters/{module}.py",
+        "locator": adapters.locator(module), "docs": decl.docs,
+        "unsupported": sorted(decl.unsupported), "refuses": list(decl.refuses),
+        "dtypes": list(decl.dtypes), "causal_alignment": decl.causal_alignment,
+        "runs": [], "skipped": None,
+    }
+    if row["version"] is None:
+        row["skipped"] = f"{decl.distribution} is not installed: {decl.install}"
+        return row
+    for dtype in [d for d in decl.dtypes if dtypes is None or d in dtypes]:
+        try:
+            row["runs"].append(run_one(module, decl, dtype, seed))
+        except Skip as e:
+            row["skipped"] = str(e)
+            row["runs"] = []
+            break
+    return row
+
+
+class Skip(Exception):
+    """The implementation cannot be run at all here (it fails to import, say)."""
+
+
+def run_one(module, decl, dtype, seed):
+    from attnzoo.report import summarise
+    from attnzoo.runner import run
+    from attnzoo.sandbox.executor import Isolated
+    from attnzoo.sandbox.target import BadTarget, Target
+    from detectors import all_detectors
+    from detectors.kit.battery import Battery
+    from detectors.kit.subject import Subject
+
+    battery = Battery(seed)
+    kept = [c for c in battery.attention if supported(decl, c)]
+    set_aside = sorted({c.name for c in battery.attention} - {c.name for c in kept})
+    battery.attention = kept
+    skipped = {n for f in decl.unsupported for n in NEEDS.get(f, ())}
+    chosen = [d for d in all_detectors() if d.NAME not in skipped]
+    target = Target(decl.name, adapters.locator(module), "sdpa", "torch",
+                    causal_alignment=decl.causal_alignment)
+    executor = Isolated(call_seconds=decl.call_seconds, load_seconds=120)
+    try:
+        try:
+            executor.use(target)
+        except BadTarget as e:
+            raise Skip(f"{decl.distribution} is installed but the adapter cannot load: {e}")
+        subject = Subject(target, executor, dtype)
+        findings = [run(d, subject, battery) for d in chosen]
+    finally:
+        executor.close()
+    return {
+        "dtype": dtype,
+        "summary": summarise(findings),
+        "cases_set_aside": set_aside,
+        "detectors_not_run": sorted(skipped),
+        "findings": [finding(f, decl) for f in findings],
+    }
+
+
+def finding(f, decl):
+    data = f.to_json()
+    data["refusal"] = bool(f.verdict == "crashed" and any(r in f.message for r in decl.refuses))
+    return data
+
+
+def line(row):
+    """One summary line per implementation, as the command prints it."""
+    head = f"{row['name']:<18} {row['version'] or '-':<12}"
+    if row["skipped"]:
+        return f"{head} skipped: {row['skipped']}"
+    parts = []
+    for r in row["runs"]:
+        s = r["summary"]
+        detail = ", ".join(f"{s[k]} {k}" for k in ("killed", "nan", "crashed", "hung") if s[k])
+        parts.append(f"{r['dtype']}: {s['flagged']} flagged" + (f" ({detail})" if detail else "")
+                     + f", {s['passed']} ok, {s['not_applicable']} n/a")
+    return f"{head} " + "; ".join(parts)
