@@ -73,7 +73,7 @@ def committed():
 
 
 def report_with(cells_doc, seed=0):
-    options = {"kill_matrix_seed": seed, "kill_matrix_json": None}
+    options = {"kill_matrix_seed": seed, "kill_matrix_json": None, "kill_matrix_depth": "quick"}
     config = SimpleNamespace(rootpath=REPO, getoption=options.__getitem__)
     report = KillMatrixReport(config)
     for r in cells_doc["rows"]:
