@@ -278,15 +278,18 @@ def seed_sweep(args, select):
 
 def cmd_detectors(args):
     from detectors import all_detectors, baseline_suites
+    from detectors.kit.needs import describe
 
     rows = [{"name": d.NAME, "oracle": d.ORACLE, "clauses": list(d.CLAUSES),
-             "property": d.PROPERTY} for d in all_detectors() + baseline_suites()]
+             "property": d.PROPERTY, "needs": describe(d.NEEDS)}
+            for d in all_detectors() + baseline_suites()]
     if args.json:
         print(json.dumps(rows, indent=1, ensure_ascii=False))
         return 0
     w = max(len(r["name"]) for r in rows)
     for r in rows:
         print(f"{r['name']:<{w}}  {r['oracle']:<13} {','.join(r['clauses']):<16} {r['property']}")
+        print(f"{'':<{w}}  needs: {r['needs']}")
     return 0
 
 
