@@ -278,10 +278,10 @@ def seed_sweep(args, select):
 
 def cmd_detectors(args):
     from detectors import all_detectors, baseline_suites
-    from detectors.kit.needs import describe
+    from detectors.kit.needs import Needs, describe
 
     rows = [{"name": d.NAME, "oracle": d.ORACLE, "clauses": list(d.CLAUSES),
-             "property": d.PROPERTY, "needs": describe(d.NEEDS)}
+             "property": d.PROPERTY, "needs": describe(getattr(d, "NEEDS", Needs()))}
             for d in all_detectors() + baseline_suites()]
     if args.json:
         print(json.dumps(rows, indent=1, ensure_ascii=False))
