@@ -23,7 +23,14 @@ from attnzoo.devtools import project
 
 ROOT = project.find() or Path.cwd()  # the checkout: the command refuses to run without one
 PY = sys.executable
-TARGETS = ("reference/lesson_numpy.py", "torch.nn.functional:scaled_dot_product_attention")
+SDPA = "torch.nn.functional:scaled_dot_product_attention"
+CHECKS = (  # (target, depth): today's check figures, and the budgets of the deeper tiers
+    ("reference/lesson_numpy.py", "quick"),
+    ("reference/lesson_numpy.py", "standard"),
+    (SDPA, "quick"),
+    (SDPA, "standard"),
+    (SDPA, "deep"),
+)
 
 
 def once(cmd, env=None):
@@ -82,16 +89,18 @@ def machine():
 
 
 def check_costs(repeats):
-    """attnzoo check on a NumPy module and an SDPA callable: wall, and the harness share."""
+    """attnzoo check on a NumPy module and an SDPA callable at each depth: wall, and the
+    harness share (a deep check runs three times, whatever ``repeats`` asks)."""
     out = {}
-    for target in TARGETS:
-        figure, last = timed([PY, "-m", "attnzoo", "check", target, "--json"], repeats)
+    for target, depth in CHECKS:
+        cmd = [PY, "-m", "attnzoo", "check", target, "--depth", depth, "--json"]
+        figure, last = timed(cmd, 3 if depth == "deep" else repeats)
         doc = json.loads(last.stdout)
         impl = doc["summary"]["impl_seconds"]
         figure["impl_seconds"] = impl
         figure["harness_share"] = round(1 - impl / figure["wall"]["median"], 3)
         figure["detector_seconds"] = doc["summary"]["seconds"]
-        out[target] = figure
+        out[f"{target} --depth {depth}"] = figure
     return out
 
 
@@ -157,8 +166,12 @@ def xdist_identical():
 
 
 def run(repeats=3, scales=(1, 2, 4), output="docs/benchmark.json", compare_xdist=True,
-        ratio_only=False):
+        ratio_only=False, checks_only=False):
     report = {"machine": machine()}
+    if checks_only:
+        report["check"] = check_costs(max(repeats, 5))
+        print(render_checks(report))
+        return 0
     test_cmd = [PY, "-m", "pytest", "-n", "auto", "--dist", "worksteal", "-q", "-p",
                 "no:cacheprovider"]
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
@@ -180,6 +193,15 @@ def run(repeats=3, scales=(1, 2, 4), output="docs/benchmark.json", compare_xdist
     print(render(report))
     print(f"\nwritten to {output}")
     return 0
+
+
+def render_checks(r):
+    lines = ["| what | median | min | max | runs |", "|---|---|---|---|---|"]
+    for target, fig in r["check"].items():
+        w = fig["wall"]
+        lines.append(f"| `attnzoo check {target}`, wall | {w['median']:.2f} s | "
+                     f"{w['min']:.2f} s | {w['max']:.2f} s | {fig['runs']} |")
+    return "\n".join(lines)
 
 
 def render_ratio(r):
