@@ -71,7 +71,8 @@ def add_run_options(p, device="cpu", dtype=True, seed=True, depth=None):
         p.add_argument("--depth", choices=DEPTHS, default=depth,
                        help=f"battery tier (default {shown}): quick (the kill matrix's cases), "
                        "standard (plus realistic sizes past a tile), deep (a sampled sweep up to "
-                       "1024 tokens); a bug whose page names a deeper tier survives a shallower one")
+                       "1024 tokens); a bug whose page names a deeper tier survives a shallower "
+                       "one")
 
 
 def build_parser():

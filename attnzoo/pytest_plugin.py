@@ -52,9 +52,8 @@ class Conformance:
     """The items of every target, and the worker process they share in this pytest process."""
 
     def __init__(self, config):
-        from detectors import all_detectors, by_name
-
         from attnzoo import expectations
+        from detectors import all_detectors, by_name
 
         self.config = config
         opt = config.getoption
@@ -78,9 +77,8 @@ class Conformance:
 
     def start(self):
         if self.executor is None:
-            from detectors.kit.battery import Battery
-
             from attnzoo.sandbox.executor import Isolated
+            from detectors.kit.battery import Battery
 
             opt = self.config.getoption
             self.executor = Isolated(call_seconds=opt("attnzoo_timeout"))
@@ -107,9 +105,8 @@ class Conformance:
             self.executor.close()
 
     def check(self, detector, target):
-        from detectors.kit.subject import Subject
-
         from attnzoo.runner import run
+        from detectors.kit.subject import Subject
 
         executor = self.start()
         if executor.target != target:
