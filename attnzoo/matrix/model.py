@@ -14,7 +14,7 @@ from attnzoo.sandbox.executor import InProcess
 from attnzoo.runner import run
 from detectors.kit.subject import Subject
 from attnzoo.sandbox.target import Target
-from detectors.kit.verdict import CAUGHT, CRASHED, ERROR, HUNG, NA
+from detectors.kit.verdict import CAUGHT, CRASHED, ERROR, HUNG, NA, UNSUPPORTED
 from attnzoo.catalogue import REFERENCE_ROWS, ROW_BACKENDS
 from attnzoo.vocabulary import CELLS, FAILURES
 
@@ -64,7 +64,7 @@ def cell(row, detector, verdict, baseline=False):
     """The cell kind for a verdict on a row."""
     if verdict == ERROR:
         return "error"
-    if verdict == NA:
+    if verdict in (NA, UNSUPPORTED):
         return "na"
     caught = verdict in CAUGHT
     if row.kind != "bug":
