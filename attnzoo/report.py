@@ -5,8 +5,17 @@ changes meaning, never silently.
 """
 
 from attnzoo.vocabulary import VERDICTS
-from detectors.kit.verdict import CAUGHT, CRASHED, ERROR, HUNG, KILLED, NA, NAN, SURVIVED
-from detectors.kit.verdict import UNSUPPORTED
+from detectors.kit.verdict import (
+    CAUGHT,
+    CRASHED,
+    ERROR,
+    HUNG,
+    KILLED,
+    NA,
+    NAN,
+    SURVIVED,
+    UNSUPPORTED,
+)
 
 SCHEMA = "attnzoo.check/1"
 WORDS = {name: v.word for name, v in VERDICTS.items()}

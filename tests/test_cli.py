@@ -50,8 +50,8 @@ FLAGGED = {"killed", "nan", "crashed", "hung"}
 TARGET_KEYS = {"name", "locator", "contract", "backend", "mask_convention", "causal_alignment",
                "device", "dtype", "seed", "unsupported", "refuses"}
 SUMMARY_KEYS = {"detectors", "passed", "flagged", "killed", "nan", "crashed", "hung",
-                "not_applicable", "unsupported", "cases_unsupported", "errors", "not_run", "conformant", "seconds", "impl_seconds",
-                "calls"}
+                "not_applicable", "unsupported", "cases_unsupported", "errors", "not_run",
+                "conformant", "seconds", "impl_seconds", "calls"}
 FINDING_KEYS = {"detector", "target", "verdict", "message", "evidence", "calls", "seconds",
                 "impl_seconds", "notes", "unsupported"}
 EVIDENCE_KEYS = {"call", "case", "index", "expected", "actual", "snippet"}

@@ -7,7 +7,7 @@ declaration can be set aside instead of being scored against the library.
 """
 
 import importlib.metadata
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from detectors.kit.capabilities import VOCABULARY, features  # noqa: F401 - re-exported
 

@@ -12,12 +12,18 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from detectors.kit.calls import ARG_NAMES, Request
 from detectors.kit import expect
+from detectors.kit.calls import ARG_NAMES, Request
 from detectors.kit.capabilities import features, refusal
 from detectors.kit.expect import Mismatch
-from detectors.kit.verdict import CRASHED, Evidence, Flag, ImplementationFailure, NotApplicable
-from detectors.kit.verdict import Unsupported
+from detectors.kit.verdict import (
+    CRASHED,
+    Evidence,
+    Flag,
+    ImplementationFailure,
+    NotApplicable,
+    Unsupported,
+)
 
 
 @dataclass
