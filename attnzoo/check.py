@@ -87,7 +87,8 @@ def targets(executor, locator, backend, **declared):
 
 def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment="top-left",
               device="cpu", dtype="float64", seed=0, timeout=None, import_timeout=30.0,
-              warmup=None, deadline=None, only=None, expect=None, depth="standard"):
+              warmup=None, deadline=None, only=None, expect=None, depth="standard",
+              unsupported="", refuses=()):
     """Run the chosen detectors on every implementation the locator names.
 
     Returns (sections, detectors by name, the JSON document, the exit code); a section has
@@ -115,6 +116,15 @@ def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment
     except options.BadOption as e:
         raise BadInput(str(e)) from None
     precheck(locator)
+    from detectors.kit.capabilities import VOCABULARY, parse
+
+    if unsupported.strip() == "help":
+        raise BadInput("--unsupported takes a comma-separated list of: "
+                       + "; ".join(f"{k} ({v})" for k, v in VOCABULARY.items()))
+    try:
+        declared = parse(unsupported)
+    except ValueError as e:
+        raise BadInput(f"--unsupported: {e}") from None
     expected = load_expectations(expect)
     battery = Battery(seed, depth=depth)
     start = time.perf_counter()
@@ -123,7 +133,8 @@ def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment
     sections, not_run = [], []
     try:
         found = targets(executor, locator, backend, mask_convention=mask_convention,
-                        causal_alignment=causal_alignment, device=device)
+                        causal_alignment=causal_alignment, device=device,
+                        unsupported=declared, refuses=tuple(refuses))
         options.check_targets(found, dtype)
         for n, target in enumerate(found):
             if not not_run:
@@ -136,7 +147,8 @@ def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment
                     findings, skipped = session.run_all(chosen, subject, battery, run, progress,
                                                         n * len(chosen), len(found) * len(chosen))
                     not_run += [(target, name) for name in skipped]
-                    sections.append({"target": describe_target(target, dtype, seed),
+                    sections.append({"target": describe_target(target, dtype, seed,
+                                                                       executor.manifest),
                                      "findings": findings, "not_run": skipped,
                                      "summary": summarise(findings, skipped)})
                     continue

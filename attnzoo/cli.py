@@ -93,6 +93,14 @@ def build_parser():
                    help="bool mask: keep = True may attend (default); drop = True is masked")
     p.add_argument("--causal-alignment", choices=("top-left", "bottom-right"),
                    default="top-left", help="how is_causal aligns when L != S (default top-left)")
+    p.add_argument("--unsupported", default="", metavar="CAPABILITIES",
+                   help="what the target does not support, comma-separated from the fixed "
+                   "vocabulary (attnzoo check --unsupported help lists it): those cases are "
+                   "unsupported, never scored; a module may declare ATTNZOO_UNSUPPORTED instead")
+    p.add_argument("--refuses", action="append", default=[], metavar="MESSAGE",
+                   help="a message (or exception name) with which the target refuses a call it "
+                   "does not support: such a call is unsupported for that case only "
+                   "(repeatable; torch's 'No available kernel' always counts)")
     add_run_options(p, depth="standard")
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help="time limit per call (default 10)")
@@ -168,7 +176,7 @@ def cmd_check(args):
         causal_alignment=args.causal_alignment, device=args.device, dtype=args.dtype,
         seed=args.seed, timeout=args.timeout, import_timeout=args.import_timeout,
         warmup=args.warmup, deadline=args.deadline, only=args.only, expect=args.expect,
-        depth=args.depth)
+        depth=args.depth, unsupported=args.unsupported, refuses=tuple(args.refuses))
     unrun = {name for s in sections for name in s["not_run"]}
     if document["summary"]["not_run"] > len([n for s in sections for n in s["not_run"]]):
         unrun |= set(detectors)  # whole implementations the deadline left unloaded

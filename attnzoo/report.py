@@ -5,7 +5,17 @@ changes meaning, never silently.
 """
 
 from attnzoo.vocabulary import VERDICTS
-from detectors.kit.verdict import CAUGHT, CRASHED, ERROR, HUNG, KILLED, NA, NAN, SURVIVED
+from detectors.kit.verdict import (
+    CAUGHT,
+    CRASHED,
+    ERROR,
+    HUNG,
+    KILLED,
+    NA,
+    NAN,
+    SURVIVED,
+    UNSUPPORTED,
+)
 
 SCHEMA = "attnzoo.check/1"
 WORDS = {name: v.word for name, v in VERDICTS.items()}
@@ -24,6 +34,8 @@ def summarise(findings, not_run=()):
         "crashed": counts[CRASHED],
         "hung": counts[HUNG],
         "not_applicable": counts[NA],
+        "unsupported": counts[UNSUPPORTED],
+        "cases_unsupported": sum(len(f.unsupported) for f in findings),
         "errors": counts[ERROR],
         "not_run": len(not_run),
         "conformant": flagged == 0 and counts[ERROR] == 0 and counts[SURVIVED] > 0
@@ -34,7 +46,11 @@ def summarise(findings, not_run=()):
     }
 
 
-def describe_target(target, dtype, seed):
+def describe_target(target, dtype, seed, manifest=None):
+    """The target as the report names it; ``unsupported`` are the declared limits, from the
+    command line and from ``ATTNZOO_UNSUPPORTED`` beside the callable."""
+    declared = set(target.unsupported) | set(getattr(manifest, "unsupported", ()) or ())
+    refuses = tuple(target.refuses) + tuple(getattr(manifest, "refuses", ()) or ())
     return {
         "name": target.name,
         "locator": target.locator,
@@ -45,6 +61,8 @@ def describe_target(target, dtype, seed):
         "device": target.device,
         "dtype": dtype,
         "seed": seed,
+        "unsupported": sorted(declared),
+        "refuses": list(refuses),
     }
 
 
@@ -57,6 +75,10 @@ def text(section, detectors, verbose=False):
         f"{t['dtype']}" + (f" on {t['device']}" if t["backend"] == "torch" else "")
         + f", seed {t['seed']}"
     ]
+    if t.get("unsupported"):
+        lines.append(f"  declared unsupported: {', '.join(t['unsupported'])}")
+    if t.get("refuses"):
+        lines.append(f"  refusals it names: {'; '.join(repr(r) for r in t['refuses'])}")
     width = max((len(f.detector) for f in section["findings"]), default=0)
     for f in section["findings"]:
         prop = getattr(detectors.get(f.detector), "PROPERTY", "")
@@ -68,8 +90,12 @@ def text(section, detectors, verbose=False):
             if f.evidence is not None and f.evidence.snippet:
                 lines.append("          reproduce:")
                 lines += ["            " + s for s in f.evidence.snippet.splitlines()]
-        elif f.verdict == NA and verbose:
+        elif f.verdict == NA and verbose or f.verdict == UNSUPPORTED:
             lines.append(f"          {f.message}")
+        elif f.unsupported:
+            lines.append(f"          {len(f.unsupported)} case"
+                         f"{'s' if len(f.unsupported) > 1 else ''} unsupported"
+                         + (f": {f.message}" if verbose else ""))
         for note in f.notes:
             lines.append(f"          note: {note}")
     s = section["summary"]
@@ -78,6 +104,8 @@ def text(section, detectors, verbose=False):
     if detail:
         parts[-1] += f" ({', '.join(detail)})"
     parts.append(f"{s['not_applicable']} n/a")
+    if s.get("unsupported"):
+        parts.append(f"{s['unsupported']} unsupported")
     if s["errors"]:
         parts.append(f"{s['errors']} detector error" + ("s" if s["errors"] != 1 else ""))
     if s.get("not_run"):

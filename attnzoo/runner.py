@@ -5,6 +5,7 @@ the parts that apply are handed to the detector through ``subject.parts``; when 
 or the detector made no call at all, the verdict is n/a and the message says why.
 """
 
+import copy
 import time
 import traceback
 
@@ -15,13 +16,18 @@ from detectors.kit.verdict import (
     ERROR,
     NA,
     SURVIVED,
+    UNSUPPORTED,
     Evidence,
     Finding,
     Flag,
     ImplementationFailure,
     NotApplicable,
+    Unsupported,
     envelope,
 )
+
+# a detector is rerun without each case the target refuses; past this many, the rest is refused
+MAX_RERUNS = 64
 
 
 def run(detector, subject, battery):
@@ -37,10 +43,19 @@ def run(detector, subject, battery):
         if not parts:
             raise NotApplicable(reason)
         subject.parts, subject.declared = parts, tuple(name for name, _ in declared(needs))
-        detector.check(subject, battery)
-        if subject.calls == 0:  # a property checked on no call at all has not been checked
+        subject.set_aside, subject.stopped = {}, None
+        checked = _check(detector, subject, battery)
+        aside = _aside(subject.set_aside)
+        if not checked and subject.set_aside:
+            finding.verdict = UNSUPPORTED
+            finding.message = f"[{detector.NAME}] unsupported: " + (
+                f"it cannot check its property without case {subject.stopped}" if subject.stopped
+                else "every case is outside what the target supports") + aside
+        elif not checked:  # a property checked on no call at all has not been checked
             raise NotApplicable("none of its cases applies to this target")
-        finding.message = f"[{detector.NAME}] held on every case"
+        else:
+            finding.message = f"[{detector.NAME}] held on every " \
+                f"{'supported ' if subject.set_aside else ''}case{aside}"
     except (Flag, Mismatch) as flag:
         if isinstance(flag, Mismatch):  # raised outside subject.case: the last call is the case
             sent = [_Sent(subject.last)] if subject.last is not None else []
@@ -68,10 +83,56 @@ def run(detector, subject, battery):
         )
     finally:
         subject.parts = subject.declared = ()
+        subject.current = None
+        finding.unsupported = dict(subject.set_aside)
     finding.seconds = time.perf_counter() - start
     finding.calls, finding.impl_seconds = subject.calls, subject.impl_seconds
     finding.notes = list(notes[seen:])  # what the implementation did during this detector
     return finding
+
+
+def _check(detector, subject, battery):
+    """Run the detector, again without each case the target turns out not to support (a
+    declared feature met outside ``subject.cases``, or a refusal at run time), so one refused
+    case hides nothing else. Whether any call was answered on the last, complete run."""
+    for _ in range(MAX_RERUNS):
+        calls = subject.calls
+        try:
+            detector.check(subject, _without(battery, subject))
+            return subject.calls > calls
+        except Unsupported as u:
+            subject.current = None
+            if u.case is None:  # the subject adapted itself (an E == Ev twin): run again
+                continue
+            if u.case in subject.set_aside:  # the detector cannot route around it: it stops
+                subject.stopped = u.case  # what it checked held, but its property was not
+                return False  # checked on every case it has: nothing may read as survived
+            subject.set_aside[u.case] = u.why
+    return False
+
+
+def _without(battery, subject):
+    """The battery without the cases set aside so far, each list marking the case being
+    iterated on the subject (a refusal of a call derived from it sets that case aside)."""
+    from detectors.kit.subject import Cases
+
+    if not subject.set_aside:
+        return battery
+    view = copy.copy(battery)
+    for name in ("attention", "self_attention", "softmax"):
+        kept = [c for c in getattr(battery, name) if c.name not in subject.set_aside]
+        setattr(view, name, Cases(subject, kept, whole=getattr(battery, name)))
+    return view
+
+
+def _aside(set_aside):
+    """`` (2 cases unsupported: name: why; …)`` for the message, or ""."""
+    if not set_aside:
+        return ""
+    shown = "; ".join(f"{name}: {why[:120]}" for name, why in list(set_aside.items())[:3])
+    more = f"; {len(set_aside) - 3} more" if len(set_aside) > 3 else ""
+    return f" ({len(set_aside)} case{'s' if len(set_aside) > 1 else ''} unsupported: " \
+        f"{shown}{more})"
 
 
 class _Sent:

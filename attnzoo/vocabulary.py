@@ -10,6 +10,7 @@ glyph, the docs colour the heatmap with it, and ``failure`` says whether it fail
 from dataclasses import dataclass
 
 from detectors.kit.verdict import CRASHED, ERROR, HUNG, KILLED, NA, NAN, SURVIVED
+from detectors.kit.verdict import UNSUPPORTED as UNSUPPORTED_NAME
 
 
 @dataclass(frozen=True)
@@ -39,10 +40,11 @@ VERDICTS = {v.name: v for v in (
     Verdict(CRASHED, "CRASH", "CRASH", True),
     Verdict(HUNG, "HANG", "HANG", True),
     Verdict(NA, "n/a", "-", False),
+    # every case the detector needed is outside what the target declares or accepts
+    Verdict(UNSUPPORTED_NAME, "unsupported", "unsup", False),
     Verdict(ERROR, "ERROR", "ERR", False),
 )}
-# gpu only: a kernel that declined every call a detector needed ("No available kernel").
-UNSUPPORTED = Verdict("unsupported", "unsupported", "unsup", False)
+UNSUPPORTED = VERDICTS[UNSUPPORTED_NAME]
 CAUGHT = tuple(v.name for v in VERDICTS.values() if v.caught)
 
 CELLS = {k.name: k for k in (

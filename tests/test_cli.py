@@ -45,15 +45,15 @@ ATTNZOO = str(Path(PYTHON).with_name("attnzoo")) if Path(PYTHON).with_name("attn
     else shutil.which("attnzoo")
 TIMEOUT = 180  # seconds: a generous ceiling for any one command; most take 1 to 8 s
 
-VERDICTS = {"killed", "nan", "crashed", "hung", "survived", "n/a", "error"}
+VERDICTS = {"killed", "nan", "crashed", "hung", "survived", "n/a", "unsupported", "error"}
 FLAGGED = {"killed", "nan", "crashed", "hung"}
 TARGET_KEYS = {"name", "locator", "contract", "backend", "mask_convention", "causal_alignment",
-               "device", "dtype", "seed"}
+               "device", "dtype", "seed", "unsupported", "refuses"}
 SUMMARY_KEYS = {"detectors", "passed", "flagged", "killed", "nan", "crashed", "hung",
-                "not_applicable", "errors", "not_run", "conformant", "seconds", "impl_seconds",
-                "calls"}
+                "not_applicable", "unsupported", "cases_unsupported", "errors", "not_run",
+                "conformant", "seconds", "impl_seconds", "calls"}
 FINDING_KEYS = {"detector", "target", "verdict", "message", "evidence", "calls", "seconds",
-                "impl_seconds", "notes"}
+                "impl_seconds", "notes", "unsupported"}
 EVIDENCE_KEYS = {"call", "case", "index", "expected", "actual", "snippet"}
 
 
@@ -672,7 +672,7 @@ def test_matrix_markdown():
 def test_detectors():
     p = attnzoo("detectors")
     assert p.returncode == 0 and p.stderr == ""
-    listed = [line.split()[0] for line in p.stdout.splitlines()]
+    listed = [line.split()[0] for line in p.stdout.splitlines() if not line.startswith(" ")]
     assert listed == list(by_name())
 
 

@@ -16,7 +16,7 @@ from attnzoo.vocabulary import CELLS, FAILURES
 from detectors import all_detectors, baseline_suites
 from detectors.kit.battery import Battery
 from detectors.kit.subject import Subject
-from detectors.kit.verdict import CAUGHT, CRASHED, ERROR, HUNG, NA
+from detectors.kit.verdict import CAUGHT, CRASHED, ERROR, HUNG, NA, UNSUPPORTED
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def cell(row, detector, verdict, baseline=False):
     """The cell kind for a verdict on a row."""
     if verdict == ERROR:
         return "error"
-    if verdict == NA:
+    if verdict in (NA, UNSUPPORTED):
         return "na"
     caught = verdict in CAUGHT
     if row.kind != "bug":

@@ -13,6 +13,8 @@ import os
 import sys
 from dataclasses import dataclass, replace
 
+from detectors.kit.capabilities import unknown
+
 LESSON_FUNCTIONS = ("causal_mask", "softmax", "attention", "causal_self_attention")
 LESSON_ARITY = {"causal_mask": 1, "softmax": 1, "attention": 4, "causal_self_attention": 4}
 LESSON_SIGNATURE = {
@@ -41,6 +43,8 @@ class Target:
     mask_convention: str = "keep"  # "keep": True = may attend; "drop": True = masked
     causal_alignment: str = "top-left"  # or "bottom-right"
     device: str = "cpu"
+    unsupported: tuple = ()  # capabilities declared on the command line (--unsupported)
+    refuses: tuple = ()  # messages of a run-time refusal, as the caller names them
 
     @property
     def row(self):
@@ -57,23 +61,29 @@ class Manifest:
 
     functions: dict  # name -> None when usable, else the reason it is not
     keywords: tuple = ()  # SDPA keywords the callable accepts
+    unsupported: tuple = ()  # ATTNZOO_UNSUPPORTED declared beside the callable
+    refuses: tuple = ()  # ATTNZOO_REFUSES: messages with which it refuses a call
 
     def lacks(self, fn):
         return self.functions.get(fn, f"the target has no {fn}")
 
     def to_json(self):
-        return {"functions": dict(self.functions), "keywords": list(self.keywords)}
+        return {"functions": dict(self.functions), "keywords": list(self.keywords),
+                "unsupported": list(self.unsupported), "refuses": list(self.refuses)}
 
     @classmethod
     def from_json(cls, data):
         """A manifest the worker sent, checked to be what a manifest holds."""
         functions, keywords = data["functions"], data["keywords"]
+        unsupported, refuses = data.get("unsupported", []), data.get("refuses", [])
         if not (isinstance(functions, dict) and isinstance(keywords, list)
                 and set(functions) <= {*LESSON_FUNCTIONS, "sdpa"}
                 and all(v is None or isinstance(v, str) for v in functions.values())
-                and set(keywords) <= set(SDPA_KEYWORDS)):
+                and set(keywords) <= set(SDPA_KEYWORDS)
+                and isinstance(unsupported, list) and unknown(unsupported) is None
+                and isinstance(refuses, list) and all(isinstance(r, str) for r in refuses)):
             raise ValueError("not a manifest")
-        return cls(functions, tuple(keywords))
+        return cls(functions, tuple(keywords), tuple(unsupported), tuple(refuses))
 
 
 def load(locator):
@@ -247,13 +257,36 @@ def manifest(obj, target):
     return Manifest(functions)
 
 
+def declared(obj, target):
+    """(unsupported, refuses) declared beside the callable: ``ATTNZOO_UNSUPPORTED`` and
+    ``ATTNZOO_REFUSES`` on the function itself or at its module's top level."""
+    module = inspect.getmodule(obj)
+    out = []
+    for name in ("ATTNZOO_UNSUPPORTED", "ATTNZOO_REFUSES"):
+        value = getattr(obj, name, getattr(module, name, ()))
+        if isinstance(value, str):
+            value = (value,)
+        if not (isinstance(value, (tuple, list, frozenset, set))
+                and all(isinstance(v, str) for v in value)):
+            raise BadTarget(f"{target.locator}: {name} must be a tuple of strings")
+        out.append(tuple(sorted(value)) if name == "ATTNZOO_UNSUPPORTED" else tuple(value))
+    bad = unknown(out[0])
+    if bad is not None:
+        from detectors.kit.capabilities import VOCABULARY
+
+        raise BadTarget(f"{target.locator}: ATTNZOO_UNSUPPORTED names {bad!r}, not a "
+                        f"capability: use {', '.join(VOCABULARY)}")
+    return tuple(out)
+
+
 def _sdpa_manifest(obj, target):
     if not callable(obj):
         raise BadTarget(f"{target.locator} is not callable: name a function as file.py:func")
+    unsupported, refuses = declared(obj, target)
     try:
         sig = inspect.signature(obj)
     except (TypeError, ValueError):  # builtins such as F.scaled_dot_product_attention
-        return Manifest({"sdpa": None}, SDPA_KEYWORDS)
+        return Manifest({"sdpa": None}, SDPA_KEYWORDS, unsupported, refuses)
     params = sig.parameters.values()
     var_kw = any(p.kind is p.VAR_KEYWORD for p in params)
     try:
@@ -263,7 +296,7 @@ def _sdpa_manifest(obj, target):
             f"{target.locator}{sig} cannot be called as {SDPA_SIGNATURE}: fix its parameters"
         ) from None
     accepted = tuple(k for k in SDPA_KEYWORDS if var_kw or k in sig.parameters)
-    return Manifest({"sdpa": None}, accepted)
+    return Manifest({"sdpa": None}, accepted, unsupported, refuses)
 
 
 def _binds(f, arity):

@@ -9,21 +9,7 @@ declaration can be set aside instead of being scored against the library.
 import importlib.metadata
 from dataclasses import dataclass
 
-VOCABULARY = {
-    "rank_other_than_4": "inputs of rank other than 4: (N, H, L, E) only",
-    "e_ne_ev": "value head size Ev different from query/key head size E",
-    "bool_mask": "a boolean attn_mask",
-    "float_mask": "a float (additive) attn_mask",
-    "per_head_mask": "a mask that differs between heads (a head axis of size > 1)",
-    "rectangular": "L != S (self-attention blocks take one token sequence)",
-    "is_causal": "is_causal=True",
-    "is_causal_rectangular": "is_causal=True with L != S",
-    "scale": "an explicit scale",
-    "gqa": "enable_gqa=True (fewer key/value heads than query heads)",
-    "dropout": "dropout_p > 0",
-    "autograd": "gradients through torch autograd",
-    "float64": "float64 inputs",
-}
+from detectors.kit.capabilities import VOCABULARY, features  # noqa: F401 - re-exported
 
 
 @dataclass(frozen=True)
@@ -56,33 +42,6 @@ class Declaration:
             return importlib.metadata.version(self.distribution)
         except importlib.metadata.PackageNotFoundError:
             return None
-
-
-def features(call):
-    """The vocabulary features a battery call uses (a Call from detectors.kit.battery)."""
-    used = set()
-    if call.q.ndim != 4:
-        used.add("rank_other_than_4")
-    if call.q.shape[-1] != call.v.shape[-1]:
-        used.add("e_ne_ev")
-    mask = call.mask if call.mask is not None else call.bias
-    if call.mask is not None:
-        used.add("bool_mask")
-    if call.bias is not None:
-        used.add("float_mask")
-    if mask is not None and mask.ndim >= 3 and mask.shape[-3] > 1:
-        used.add("per_head_mask")
-    if call.q.shape[-2] != call.k.shape[-2]:
-        used.add("rectangular")
-    if call.causal:
-        used.add("is_causal")
-        if call.q.shape[-2] != call.k.shape[-2]:
-            used.add("is_causal_rectangular")
-    if call.scale is not None:
-        used.add("scale")
-    if call.gqa:
-        used.add("gqa")
-    return used
 
 
 def supported(declaration, call):

@@ -2,15 +2,17 @@
 
 Each implementation and dtype gets its own sandbox worker (keras reads its backend once per
 process; a library that crashes or hangs takes only its worker down). Battery cases that use a
-feature the declaration rules out are set aside before any detector sees them, and detectors
-whose whole subject is such a feature are not run; both are recorded, never scored.
+feature the declaration rules out are ``unsupported`` (the subject sets them aside; an E != Ev
+case goes as its zero-padded E == Ev twin), a run-time refusal is ``unsupported`` for its case
+only, and detectors whose whole subject is such a feature are not run; all are recorded, never
+scored.
 """
 
 import platform
 import time
 
 from attnzoo.survey import adapters
-from attnzoo.survey.capabilities import supported
+from attnzoo.survey.capabilities import features, supported
 
 # detectors that test one feature and nothing else: not run where it is declared unsupported
 NEEDS = {"autograd": ("correct_gradients",), "dropout": ("dropout_is_inverted",)}
@@ -82,14 +84,14 @@ def run_one(module, decl, dtype, seed):
     from detectors.kit.battery import Battery
     from detectors.kit.subject import Subject
 
-    battery = Battery(seed)
-    kept = [c for c in battery.attention if supported(decl, c)]
-    set_aside = sorted({c.name for c in battery.attention} - {c.name for c in kept})
-    battery.attention = kept
+    battery = Battery(seed)  # cases outside the declaration are set aside by the subject
+    set_aside = sorted(c.name for c in battery.attention if not supported(decl, c)
+                       and features(c) & decl.unsupported != {"e_ne_ev"})
     skipped = {n for f in decl.unsupported for n in NEEDS.get(f, ())}
     chosen = [d for d in all_detectors() if d.NAME not in skipped]
     target = Target(decl.name, adapters.locator(module), "sdpa", "torch",
-                    causal_alignment=decl.causal_alignment)
+                    causal_alignment=decl.causal_alignment,
+                    unsupported=tuple(sorted(decl.unsupported)), refuses=tuple(decl.refuses))
     executor = Isolated(call_seconds=decl.call_seconds, load_seconds=120)
     try:
         try:

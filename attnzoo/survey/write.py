@@ -27,6 +27,10 @@ def cell(run):
     s = run["summary"]
     refused = sum(1 for f in run["findings"] if f["refusal"])
     text = f"{s['flagged']} flagged, {s['passed']} ok, {s['not_applicable']} n/a"
+    if s.get("unsupported"):
+        text += f", {s['unsupported']} unsupported"
+    if s.get("cases_unsupported"):
+        text += f" ({s['cases_unsupported']} cases set aside)"
     return text + (f" ({refused} refused)" if refused else "")
 
 

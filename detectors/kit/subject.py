@@ -8,14 +8,22 @@ matrix, so every property detector applies to both.
 """
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from detectors.kit import expect
 from detectors.kit.calls import ARG_NAMES, Request
+from detectors.kit.capabilities import features, refusal
 from detectors.kit.expect import Mismatch
-from detectors.kit.verdict import Evidence, Flag, NotApplicable
+from detectors.kit.verdict import (
+    CRASHED,
+    Evidence,
+    Flag,
+    ImplementationFailure,
+    NotApplicable,
+    Unsupported,
+)
 
 
 @dataclass
@@ -36,6 +44,11 @@ class Subject:
         self.calls = 0
         self.impl_seconds = 0.0
         self.last = None  # the last request sent, for the evidence of a crash
+        self.set_aside = {}  # case name -> why it is unsupported (reset per detector)
+        self.current = None  # the battery case being iterated, which derived calls belong to
+        self.pad = False  # send E != Ev calls as their E == Ev twin (zero-padded, cropped)
+        self.pad_for = None  # the case whose refusal made the subject try twins
+        self.stopped = None  # the case a detector could not route around (set by the runner)
 
     name = property(lambda self: self.target.name)
     contract = property(lambda self: self.target.contract)
@@ -83,9 +96,35 @@ class Subject:
     def supports(self, call):
         return self.cannot(call) is None
 
+    @property
+    def unsupported(self):
+        """The capabilities the target declares it lacks (beside the callable or by option)."""
+        return frozenset(self.target.unsupported) | frozenset(self.manifest.unsupported or ())
+
+    @property
+    def refuses(self):
+        return tuple(self.target.refuses) + tuple(self.manifest.refuses or ())
+
+    def outside(self, call):
+        """Why ``call`` is outside the declared capabilities, or None. A declared e_ne_ev is
+        not a reason: such a call is sent as its zero-padded E == Ev twin."""
+        used = features(call) - ({"e_ne_ev"} if self._can_pad(call) else set())
+        lacking = sorted(used & self.unsupported)
+        return f"declared unsupported: {', '.join(lacking)}" if lacking else None
+
     def cases(self, battery, where=lambda spec: True):
-        """The battery's attention calls this target can make, smallest first."""
-        return [c for c in battery.attention if where(c.spec) and self.supports(c)]
+        """The battery's attention calls this target can make, smallest first; cases outside
+        its declared capabilities, or refused earlier, are set aside and recorded."""
+        out = Cases(self)
+        for c in battery.attention:
+            if not (where(c.spec) and self.supports(c)):
+                continue
+            why = self.set_aside.get(c.name) or self.outside(c)
+            if why:
+                self.set_aside[c.name] = why
+            else:
+                out.append(c)
+        return out
 
     @property
     def weights_free(self):
@@ -105,7 +144,21 @@ class Subject:
         if request.fn != "sdpa" and self.manifest.lacks(request.fn):
             raise LookupError(f"{request.fn} was called but the detector's NEEDS lacks it")
         self.last = request
-        result = self.executor.run(request)
+        try:
+            result = self.executor.run(request)
+        except ImplementationFailure as failure:
+            if failure.verdict == CRASHED and refusal(failure.what, self.refuses):
+                q, v = request.args[0], request.args[2]
+                key = self._key(request)
+                if request.fn == "sdpa" and q.shape[-1] != v.shape[-1] and not self.pad:
+                    self.pad, self.pad_for = True, key  # try its E == Ev twin first
+                    raise Unsupported(None, failure.what) from None
+                if getattr(request, "crop", None) and self.pad_for == key:
+                    self.pad, self.pad_for = False, None  # the twin is refused as well
+                raise Unsupported(key, f"refused: {failure.what}") from None
+            raise
+        if getattr(request, "crop", None):
+            result = _cropped(result, *request.crop)
         self.calls += 1
         self.impl_seconds += result.seconds
         return result
@@ -142,11 +195,18 @@ class Subject:
         passed = bool(result.values[0])
         return passed, result.message, Answer(result.values[0], None, "bool", (request,))
 
+    def _key(self, request):
+        """The case a request belongs to: the battery case being iterated, else its call."""
+        return self.current or getattr(request, "case", None) or request.describe()
+
     def request(self, call, dtype, **kw):
         """The request this subject's contract makes for an attention call."""
         reason = self.cannot(call)
         if reason:
             raise NotApplicable(reason)
+        why = self.outside(call) if self.contract == "sdpa" else None
+        if why:
+            raise Unsupported(self.current or call.name, why)
         if self.contract == "lesson":
             args = (call.q, call.k, call.v) + (() if call.mask is None else (self._mask(call),))
             return Request("attention", args, dtype=dtype, device=self.target.device,
@@ -164,7 +224,21 @@ class Subject:
         request = self._sdpa_request(call, eye, dtype, **kw)
         return self.send(request).values[0], request
 
+    def _can_pad(self, call):
+        """Can an E != Ev call go as an E == Ev twin? Ev < E pads V; Ev > E pads Q and K,
+        which needs the scale passed explicitly (zeros change E, not the scores)."""
+        if not self.pad and "e_ne_ev" not in self.unsupported:
+            return False
+        E, Ev = call.q.shape[-1], call.v.shape[-1]
+        return Ev <= E or ("scale" in self.manifest.keywords and "scale" not in self.unsupported)
+
     def _sdpa_request(self, call, v, dtype, **kw):
+        q, k, crop = call.q, call.k, None
+        E, Ev = q.shape[-1], v.shape[-1]
+        if E != Ev and self._can_pad(call):  # the E == Ev twin: same math, cropped answer
+            q, k, v, crop = _twin(q, k, v)
+            if "grad" in kw and kw["grad"] is not None:
+                kw["grad"] = _pad_last(kw["grad"], max(E, Ev))
         kwargs = {}
         if call.mask is not None:
             kwargs["attn_mask"] = self._mask(call)
@@ -174,11 +248,23 @@ class Subject:
             kwargs["is_causal"] = True
         if call.scale is not None:
             kwargs["scale"] = call.scale
+        elif crop is not None and Ev > E:
+            kwargs["scale"] = 1 / np.sqrt(E)
         if call.gqa:
             kwargs["enable_gqa"] = True
         kwargs.update(kw.pop("extra", {}))
-        return Request("sdpa", (call.q, call.k, v), kwargs, dtype=dtype,
-                       device=self.target.device, strided=call.spec.strided, **kw)
+        lacking = [f for f, used in (("dropout", kwargs.get("dropout_p", 0)),
+                                     ("autograd", kw.get("grad") is not None
+                                      or kw.get("gradcheck")),
+                                     ("float64", dtype == "float64")) if used]
+        lacking = sorted(set(lacking) & self.unsupported)
+        if lacking:
+            raise Unsupported(self.current or call.name,
+                              f"declared unsupported: {', '.join(lacking)}")
+        request = Request("sdpa", (q, k, v), kwargs, dtype=dtype,
+                          device=self.target.device, strided=call.spec.strided, **kw)
+        request.case, request.crop = call.name, (crop and (E, Ev))
+        return request
 
     @staticmethod
     def _keywords(call):
@@ -250,6 +336,55 @@ class Subject:
         calls = "; ".join(dict.fromkeys(r.describe(self.name) for r in requests[:2]))
         return Evidence(calls, index=index, case=case,
                         snippet=snippet(self.target, requests, relation))
+
+
+class Cases(list):
+    """The cases a detector iterates: iterating marks the current one on the subject, so a
+    refusal of any call derived from it sets that case aside."""
+
+    def __init__(self, subject, items=(), whole=()):
+        super().__init__(items)
+        self.subject, self.whole = subject, whole  # whole: before cases were set aside
+
+    def __iter__(self):
+        for c in super().__iter__():
+            self.subject.current = c.name
+            yield c
+        self.subject.current = None
+
+    def __getitem__(self, i):
+        if not self and self.whole and not isinstance(i, slice):
+            return self.whole[i]  # indexing a list emptied by refusals meets the refusal
+        got = super().__getitem__(i)
+        return Cases(self.subject, got) if isinstance(i, slice) else got
+
+
+def _pad_last(a, n):
+    """``a`` with zeros appended on its last axis up to size ``n``."""
+    return np.concatenate([a, np.zeros(a.shape[:-1] + (n - a.shape[-1],))], axis=-1)
+
+
+def _twin(q, k, v):
+    """(q, k, v, the answer's width) with E == Ev: the narrower side padded with zeros.
+    Zero value columns give zero output columns; zero query/key columns add 0 to every score."""
+    E, Ev = q.shape[-1], v.shape[-1]
+    if Ev < E:
+        return q, k, _pad_last(v, E), Ev
+    return _pad_last(q, Ev), _pad_last(k, Ev), v, Ev
+
+
+def _cropped(result, E, Ev):
+    """A padded call's answer cut back to the call that was asked: out to Ev, gradients to
+    their arguments' widths."""
+    out = result.values[0]
+    values = (out[..., :Ev] if np.ndim(out) else out,) + tuple(result.values[1:])
+    grads = result.grads
+    if grads:
+        widths = {"query": E, "key": E, "value": Ev}
+        grads = {n: (g[..., :widths[n]] if n in widths and isinstance(g, np.ndarray)
+                     and g.ndim else g)
+                 for n, g in grads.items()}
+    return replace(result, values=values, grads=grads)
 
 
 def _unfold(a, shape):

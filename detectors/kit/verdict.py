@@ -15,9 +15,10 @@ HUNG = "hung"  # the implementation ran past the per-call time limit or took its
 SURVIVED = "survived"  # the property held on every case
 NA = "n/a"  # the implementation lacks what the detector needs
 ERROR = "error"  # the detector itself failed: never a kill
+UNSUPPORTED = "unsupported"  # every case it would check is outside what the target supports
 
 CAUGHT = (KILLED, NAN, CRASHED, HUNG)
-VERDICTS = (KILLED, NAN, CRASHED, HUNG, SURVIVED, NA, ERROR)
+VERDICTS = (KILLED, NAN, CRASHED, HUNG, SURVIVED, NA, UNSUPPORTED, ERROR)
 
 
 @dataclass
@@ -55,6 +56,7 @@ class Finding:
     seconds: float = 0.0  # wall time of the whole check
     impl_seconds: float = 0.0  # time spent inside the implementation's own calls
     notes: list = field(default_factory=list)
+    unsupported: dict = field(default_factory=dict)  # case set aside -> why
 
     @property
     def caught(self):
@@ -69,7 +71,8 @@ class Finding:
             evidence = Evidence(ev["call"], ev["expected"], ev["actual"], index, ev["case"],
                                 ev["snippet"])
         return cls(data["detector"], data["target"], data["verdict"], data["message"], evidence,
-                   data["calls"], data["seconds"], data["impl_seconds"], list(data["notes"]))
+                   data["calls"], data["seconds"], data["impl_seconds"], list(data["notes"]),
+                   dict(data.get("unsupported", {})))
 
     def to_json(self):
         return {
@@ -82,6 +85,7 @@ class Finding:
             "seconds": round(self.seconds, 6),
             "impl_seconds": round(self.impl_seconds, 6),
             "notes": list(self.notes),
+            "unsupported": dict(self.unsupported),
         }
 
 
@@ -106,6 +110,16 @@ class ImplementationFailure(Exception):
 
 class NotApplicable(Exception):
     """The implementation lacks a function or feature the detector needs."""
+
+
+class Unsupported(Exception):
+    """One case is outside what the target supports: declared, or refused at run time.
+
+    ``case`` names it, so the runner can set it aside and run the detector on the rest."""
+
+    def __init__(self, case, why):
+        super().__init__(why)
+        self.case, self.why = case, why
 
 
 def envelope(detector, text, call):

@@ -1,0 +1,72 @@
+"""The fixed vocabulary a target uses to say what it does not support, and what a call uses.
+
+One vocabulary for ``attnzoo check`` (a module-level ``ATTNZOO_UNSUPPORTED`` beside the
+callable, or ``--unsupported``) and for the survey's adapters. A battery case that uses a
+declared feature is ``unsupported``: set aside, never scored. A refusal at run time (a message
+the target names in ``ATTNZOO_REFUSES``, or torch's "No available kernel") is ``unsupported``
+for that case only.
+"""
+
+VOCABULARY = {
+    "rank_other_than_4": "inputs of rank other than 4: (N, H, L, E) only",
+    "e_ne_ev": "value head size Ev different from query/key head size E",
+    "bool_mask": "a boolean attn_mask",
+    "float_mask": "a float (additive) attn_mask",
+    "per_head_mask": "a mask that differs between heads (a head axis of size > 1)",
+    "rectangular": "L != S (self-attention blocks take one token sequence)",
+    "is_causal": "is_causal=True",
+    "is_causal_rectangular": "is_causal=True with L != S",
+    "scale": "an explicit scale",
+    "gqa": "enable_gqa=True (fewer key/value heads than query heads)",
+    "dropout": "dropout_p > 0",
+    "autograd": "gradients through torch autograd",
+    "float64": "float64 inputs",
+}
+# refusals every target may give: torch's SDPA dispatcher finding no kernel for a call
+ALWAYS_REFUSED = ("No available kernel",)
+
+
+def unknown(names):
+    """The first name that is not in the vocabulary, or None."""
+    return next((n for n in names if n not in VOCABULARY), None)
+
+
+def parse(text):
+    """``"dropout,gqa"`` as a tuple; ValueError naming the unknown word and the vocabulary."""
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    bad = unknown(names)
+    if bad is not None:
+        raise ValueError(f"unknown capability {bad!r}: use one of {', '.join(VOCABULARY)}")
+    return names
+
+
+def features(call):
+    """The vocabulary features a battery call uses (a Call from detectors.kit.battery)."""
+    used = set()
+    if call.q.ndim != 4:
+        used.add("rank_other_than_4")
+    if call.q.shape[-1] != call.v.shape[-1]:
+        used.add("e_ne_ev")
+    mask = call.mask if call.mask is not None else call.bias
+    if call.mask is not None:
+        used.add("bool_mask")
+    if call.bias is not None:
+        used.add("float_mask")
+    if mask is not None and mask.ndim >= 3 and mask.shape[-3] > 1:
+        used.add("per_head_mask")
+    if call.q.shape[-2] != call.k.shape[-2]:
+        used.add("rectangular")
+    if call.causal:
+        used.add("is_causal")
+        if call.q.shape[-2] != call.k.shape[-2]:
+            used.add("is_causal_rectangular")
+    if call.scale is not None:
+        used.add("scale")
+    if call.gqa:
+        used.add("gqa")
+    return used
+
+
+def refusal(what, refuses):
+    """Whether an implementation's failure text is one of the refusals named (or torch's)."""
+    return any(r and r in what for r in tuple(refuses) + ALWAYS_REFUSED)
