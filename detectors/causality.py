@@ -5,7 +5,8 @@ A perturbation oracle, and the lesson's own definition of the causal mask (seed 
 ``causal_self_attention``, its key and value for ``attention`` under a causal mask or an SDPA
 call with ``is_causal`` — and demands that the rows which must not see it stay put. A mask one
 position too wide (``np.tril(..., k=1)``), an inverted triangle or a mask that is built but not
-applied all leak, whatever the numbers are.
+applied all leak, whatever the numbers are. On long sequences the changed tokens are those of
+:func:`~detectors.kit.positions.probed`: tile boundaries, both ends and a seeded sample.
 """
 
 from dataclasses import replace
@@ -15,6 +16,7 @@ import numpy as np
 from detectors.kit import expect
 from detectors.kit.allowed import allowed
 from detectors.kit.needs import ATTENTION, SELF_ATTENTION
+from detectors.kit.positions import probed
 from detectors.kit.tolerance import allowance
 
 PROPERTY = "Changing token j (its embedding, or its key and value) changes no output row that may not see j."
@@ -33,7 +35,7 @@ def check(subject, battery):
                 expect.same_shape(base.out, call.expected()[0].shape)
             atol = allowance(subject, call, call.expected()[0])
             T = call.x.shape[-2]
-            for j in range(1, T):
+            for j in probed(T, battery.seed, call.name, start=1):
                 before = (np.arange(T) < j)[:, None]  # (T, 1): the rows that may not see j
                 for how in ("bumped", "flooded"):
                     x = call.x.copy()
@@ -46,17 +48,17 @@ def check(subject, battery):
                                      names=("f(X)", f"f(X with token {j} {how})"))
     if subject.uses("attention"):
         for call in subject.cases(battery, lambda s: "causal" in s.tags):
-            keys_must_not_leak(subject, call)
+            keys_must_not_leak(subject, call, battery.seed)
 
 
-def keys_must_not_leak(subject, call):
+def keys_must_not_leak(subject, call, seed=0):
     alignment = subject.target.causal_alignment
     base = subject.attend(call)
     atol = allowance(subject, call, call.expected(alignment)[0])
     keep = allowed(call, alignment)  # (..., L, S)
     with subject.case(call.name, base):
         expect.same_shape(base.out, keep.shape[:-1] + call.v.shape[-1:])
-    for j in range(call.k.shape[-2]):
+    for j in probed(call.k.shape[-2], seed, call.name):
         blind = ~keep[..., :, j]  # (..., L): rows that may not see key j
         if not blind.any():
             continue

@@ -19,7 +19,7 @@ NEEDS = ATTENTION
 
 def permuted(a, order, axis, size):
     """``a`` permuted along ``axis`` when that axis really has ``size`` entries (not broadcast)."""
-    if a is None or a.shape[axis] != size:
+    if a is None or a.ndim < -axis or a.shape[axis] != size:  # a (S,) mask has no row axis
         return a
     return np.take(a, order, axis=axis)
 

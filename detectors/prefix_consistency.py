@@ -4,7 +4,9 @@ A metamorphic relation that ties causal attention to generation: the output for 
 on tokens 0..t only, so running on the prefix X[:t+1] — or decoding token t alone as one query
 against the keys and values cached so far, with no mask at all — must reproduce row t of the
 full forward. Statistics taken over the whole sequence, a mask sized by the wrong axis or a
-causal mask misaligned for a single query all break it.
+causal mask misaligned for a single query all break it. On long sequences the prefixes and
+decode steps are those of :func:`~detectors.kit.positions.probed` (tile boundaries, both ends,
+a seeded sample).
 """
 
 from dataclasses import replace
@@ -13,6 +15,7 @@ from detectors.kit import expect
 from detectors.kit.battery import Call, Spec
 from detectors.kit.expect import plural
 from detectors.kit.needs import ATTENTION, SELF_ATTENTION
+from detectors.kit.positions import probed
 from detectors.kit.tolerance import allowance
 
 PROPERTY = "Row t of causal self-attention equals the prefix run on tokens 0..t and the one-query decode step t."
@@ -45,7 +48,7 @@ def check(subject, battery):
             expect.same_shape(full.out, out.shape)
         atol = allowance(subject, call, out)
         T = call.x.shape[-2]
-        for t in range(1, T):
+        for t in probed(T, battery.seed, call.name, start=1):
             prefix = subject.self_attend(replace(call, x=call.x[..., :t, :].copy(),
                                                  name=f"{call.name} prefix {t}"))
             relation = (f"the prefix of {plural(t, 'token')} should reproduce the first "
@@ -54,7 +57,7 @@ def check(subject, battery):
                 expect.agree(full.out[..., :t, :], prefix.out, atol,
                              names=(f"f(X)[..., :{t}, :]", f"f(X[..., :{t}, :])"))
         if subject.uses("decode"):
-            for t in range(T):
+            for t in probed(T, battery.seed, call.name):
                 step = subject.attend(decode_step(call, t, subject.heads_axis))
                 want = full.out[..., t:t + 1, :]
                 got = step.out.reshape(want.shape) if step.out.size == want.size else step.out

@@ -274,6 +274,30 @@ def dropout_not_rescaled(query, key, value, attn_mask=None, dropout_p=0.0, is_ca
     return weights @ value
 
 
+class _OrderedSum(torch.autograd.Function):
+    """Identity forward; the backward adds and removes a call-dependent term, as a reduction
+    whose order changes from call to call rounds differently."""
+
+    @staticmethod
+    def forward(ctx, out, turn):
+        ctx.turn = turn
+        return out.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        t = grad * (ctx.turn % 3 + 1) / 3
+        return (grad + t) - t, None  # WRONG: the rounding depends on the call
+
+
+class BackwardOrderChanges(LessonTorch):
+    calls = 0
+
+    def attention(self, Q, K, V, mask=None):
+        out, weights = super().attention(Q, K, V, mask)
+        self.calls += 1
+        return _OrderedSum.apply(out, self.calls), weights
+
+
 @dataclass
 class Wrong:
     detector: str
@@ -351,6 +375,9 @@ WRONG = [
           "expected x left unchanged, got x modified by the call", "softmax(x (3,) float64"),
     Wrong("correct_gradients", DetachedNormaliser, "killed", "expected dQ[",
           "attention(Q (1, 3, 5) float64", relation="gradient of sum(out * G)"),
+    Wrong("backward_determinism", BackwardOrderChanges, "killed",
+          "should be equal (exactly; the same backward made twice)", "attention(Q",
+          relation="the same backward made twice"),
     Wrong("correct_gradients", QueryDetached, "killed",
           "expected a gradient for query, got no gradient reached query", "f(query", "sdpa"),
     Wrong("allclose_vs_sdpa", UpperTriangleMaskTorch, "killed",
@@ -395,6 +422,7 @@ NOT_APPLICABLE = {  # (detector, reference) -> why it does not apply
     ("dropout_is_inverted", "numpy"): "dropout is an SDPA argument",
     ("dropout_is_inverted", "torch"): "dropout is an SDPA argument",
     ("correct_gradients", "numpy"): "autograd needs torch; this is a NumPy implementation",
+    ("backward_determinism", "numpy"): "autograd needs torch; this is a NumPy implementation",
 }
 
 
