@@ -71,7 +71,8 @@ def add_run_options(p, device="cpu", dtype=True, seed=True, depth=None):
         p.add_argument("--depth", choices=DEPTHS, default=depth,
                        help=f"battery tier (default {shown}): quick (the kill matrix's cases), "
                        "standard (plus realistic sizes past a tile), deep (a sampled sweep up to "
-                       "1024 tokens); a bug whose page names a deeper tier survives a shallower one")
+                       "1024 tokens); a bug whose page names a deeper tier survives a shallower "
+                       "one")
 
 
 def build_parser():
@@ -278,15 +279,18 @@ def seed_sweep(args, select):
 
 def cmd_detectors(args):
     from detectors import all_detectors, baseline_suites
+    from detectors.kit.needs import Needs, describe
 
     rows = [{"name": d.NAME, "oracle": d.ORACLE, "clauses": list(d.CLAUSES),
-             "property": d.PROPERTY} for d in all_detectors() + baseline_suites()]
+             "property": d.PROPERTY, "needs": describe(getattr(d, "NEEDS", Needs()))}
+            for d in all_detectors() + baseline_suites()]
     if args.json:
         print(json.dumps(rows, indent=1, ensure_ascii=False))
         return 0
     w = max(len(r["name"]) for r in rows)
     for r in rows:
         print(f"{r['name']:<{w}}  {r['oracle']:<13} {','.join(r['clauses']):<16} {r['property']}")
+        print(f"{'':<{w}}  needs: {r['needs']}")
     return 0
 
 

@@ -8,7 +8,6 @@ import difflib
 import inspect
 import textwrap
 
-
 CORRECT_MODULES = ("reference.", "zoo.decoys.")
 
 

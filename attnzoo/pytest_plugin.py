@@ -13,7 +13,7 @@ separate plugin loaded with ``-p`` and shares nothing with this one.
 
 import pytest
 
-DEPTHS = {"quick": 1}  # depth -> how many times the case battery is drawn
+DEPTHS = ("quick", "standard", "deep")  # the battery's tiers, as for `attnzoo check --depth`
 DTYPES = ("float64", "float32", "float16", "bfloat16")
 
 
@@ -24,8 +24,8 @@ def pytest_addoption(parser):
                 "(repeatable); nothing is collected without it")
     g.addoption("--attnzoo-backend", choices=("numpy", "torch"), default=None,
                 help="what a lesson-style module's functions take (default: inferred, numpy)")
-    g.addoption("--attnzoo-depth", choices=tuple(DEPTHS), default="quick",
-                help="how thorough the case battery is (default quick)")
+    g.addoption("--attnzoo-depth", choices=DEPTHS, default="standard",
+                help="battery tier: quick, standard (default, as attnzoo check), deep")
     g.addoption("--attnzoo-dtype", choices=DTYPES, default="float64",
                 help="dtype of every call (default float64)")
     g.addoption("--attnzoo-device", default="cpu", help="torch device (default cpu)")
@@ -52,9 +52,8 @@ class Conformance:
     """The items of every target, and the worker process they share in this pytest process."""
 
     def __init__(self, config):
-        from detectors import all_detectors, by_name
-
         from attnzoo import expectations
+        from detectors import all_detectors, by_name
 
         self.config = config
         opt = config.getoption
@@ -78,13 +77,12 @@ class Conformance:
 
     def start(self):
         if self.executor is None:
-            from detectors.kit.battery import Battery
-
             from attnzoo.sandbox.executor import Isolated
+            from detectors.kit.battery import Battery
 
             opt = self.config.getoption
             self.executor = Isolated(call_seconds=opt("attnzoo_timeout"))
-            self.battery = Battery(opt("attnzoo_seed"), DEPTHS[opt("attnzoo_depth")])
+            self.battery = Battery(opt("attnzoo_seed"), depth=opt("attnzoo_depth"))
         return self.executor
 
     @pytest.hookimpl(tryfirst=True)
@@ -107,9 +105,8 @@ class Conformance:
             self.executor.close()
 
     def check(self, detector, target):
-        from detectors.kit.subject import Subject
-
         from attnzoo.runner import run
+        from detectors.kit.subject import Subject
 
         executor = self.start()
         if executor.target != target:
@@ -120,25 +117,17 @@ class Conformance:
 
 def resolve(executor, locator, config):
     """The implementations a locator names, with the conventions declared on the command line."""
-    from attnzoo.sandbox.target import BadTarget, Target
+    from attnzoo.check import BadInput, targets
+    from attnzoo.sandbox.target import BadTarget
 
     opt = config.getoption
-    declared = dict(mask_convention=opt("attnzoo_mask_convention"),
-                    causal_alignment=opt("attnzoo_causal_alignment"),
-                    device=opt("attnzoo_device"))
-    info = executor.describe(locator)
-    if info["kind"] == "zoo":
-        path = locator.split(":")[0]
-        return [Target(f"{info['id']}/{b}", f"{path}:{attr}", "sdpa" if b == "sdpa" else "lesson",
-                       "numpy" if b == "numpy" else "torch", **declared)
-                for b, attr in info["implementations"].items()]
-    if info["kind"] == "lesson":
-        backend = opt("attnzoo_backend") or executor.infer_backend(locator) or "numpy"
-        return [Target(locator, locator, "lesson", backend, **declared)]
-    if opt("attnzoo_backend") == "numpy":
-        raise BadTarget(f"{locator} is a callable: SDPA-style callables take torch tensors; "
-                        "drop --attnzoo-backend numpy")
-    return [Target(locator, locator, "sdpa", "torch", **declared)]
+    try:
+        return targets(executor, locator, opt("attnzoo_backend"),
+                       mask_convention=opt("attnzoo_mask_convention"),
+                       causal_alignment=opt("attnzoo_causal_alignment"),
+                       device=opt("attnzoo_device"))
+    except BadInput as e:
+        raise BadTarget(str(e).replace("--backend", "--attnzoo-backend")) from None
 
 
 class ConformanceFailure(Exception):

@@ -13,8 +13,8 @@ import numpy as np
 
 from detectors.kit import expect
 from detectors.kit.battery import Call, Spec, grid
-from detectors.kit.tolerance import allowance
 from detectors.kit.needs import ATTENTION
+from detectors.kit.tolerance import allowance
 
 PROPERTY = "With dropout_p = p each weight is 0 or w/(1−p), and about a share p of them is 0."
 CLAUSES = ("S5",)

@@ -9,8 +9,8 @@ the implementation actually used, which tells ``repeat`` (h mod H_kv) from ``rep
 import numpy as np
 
 from detectors.kit import expect
-from detectors.kit.tolerance import allowance
 from detectors.kit.needs import ATTENTION
+from detectors.kit.tolerance import allowance
 from reference import loop_oracle
 
 PROPERTY = "Under enable_gqa, query head h reads key/value head h // (H_q / H_kv), as the loop oracle does."

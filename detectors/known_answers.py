@@ -8,8 +8,7 @@ rectangular mask to show.
 
 import numpy as np
 
-from detectors.kit import expect
-from detectors.kit import lessons
+from detectors.kit import expect, lessons
 from detectors.kit.battery import SelfCall, SelfSpec, SoftmaxCall
 from detectors.kit.lesson_calls import example, unbatched
 from detectors.kit.needs import ATTENTION, CAUSAL_MASK, SELF_ATTENTION, SOFTMAX

@@ -10,8 +10,8 @@ multiplying instead of adding all break one of these.
 import numpy as np
 
 from detectors.kit import expect
-from detectors.kit.tolerance import allowance
 from detectors.kit.needs import ATTENTION
+from detectors.kit.tolerance import allowance
 
 PROPERTY = "All-True ≡ no mask; bool ≡ its {0, −∞} float mask; zero float mask ≡ none; a row constant added to a float mask changes nothing."
 CLAUSES = ("C3", "S1")

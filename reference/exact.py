@@ -16,7 +16,8 @@ import numpy as np
 def allowed_causal(L, S, alignment):
     """(L, S) bool: may query i attend key j under this causal alignment."""
     if alignment not in ("top-left", "bottom-right"):
-        raise ValueError(f"unknown causal alignment {alignment!r}: use 'top-left' or 'bottom-right'")
+        raise ValueError(f"unknown causal alignment {alignment!r}: "
+                         "use 'top-left' or 'bottom-right'")
     offset = 0 if alignment == "top-left" else S - L
     return np.arange(S)[None, :] <= np.arange(L)[:, None] + offset  # (L, S)
 

@@ -19,12 +19,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from attnzoo.runner import run
+from attnzoo.sandbox.executor import InProcess
+from attnzoo.sandbox.target import Target
 from detectors import all_detectors, baseline_suites, by_name
 from detectors.kit.battery import Battery
-from attnzoo.sandbox.executor import InProcess
-from attnzoo.runner import run
 from detectors.kit.subject import Subject
-from attnzoo.sandbox.target import Target
 from reference import lesson_numpy, lesson_torch
 from reference.lesson_numpy import LessonNumpy
 from reference.lesson_torch import LessonTorch

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 import zoo
-from detectors import all_detectors, baseline_suites
 from attnzoo import cli
 from attnzoo.devtools import docs
 from attnzoo.matrix import model as matrix
+from detectors import all_detectors, baseline_suites
 
 ROOT = docs.ROOT
 DATA = docs.load(ROOT / docs.JSON_PATH)

@@ -20,7 +20,8 @@ QUICK = Battery(0)
 def _both(call, alignment="top-left"):
     kw = dict(mask=call.mask, bias=call.bias, scale=call.scale, gqa=call.gqa,
               causal=alignment if call.causal else None)
-    return exact.attend(call.q, call.k, call.v, **kw), loop_oracle.attend(call.q, call.k, call.v, **kw)
+    return (exact.attend(call.q, call.k, call.v, **kw),
+            loop_oracle.attend(call.q, call.k, call.v, **kw))
 
 
 def _agree(got, want):

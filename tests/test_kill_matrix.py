@@ -2,18 +2,19 @@
 
 A cell fails when a bug survives a detector its metadata expects, when the reference or a decoy
 is flagged by anything, when a bug that its page says shows only at a deeper tier than
-``--kill-matrix-depth`` is caught all the same, or when a detector errs. Ids read ``bug-backend-detector``, so
-``pytest -k causality`` runs one column and ``pytest -k mask-fill-zero`` one bug.
+``--kill-matrix-depth`` is caught all the same, or when a detector errs. Ids read
+``bug-backend-detector``, so ``pytest -k causality`` runs one column and
+``pytest -k mask-fill-zero`` one bug.
 """
 
 import functools
 
 import pytest
 
-from detectors import all_detectors, baseline_suites
 from attnzoo.matrix import model as matrix
 from attnzoo.matrix.plugin import PROPERTY
 from attnzoo.runner import run
+from detectors import all_detectors, baseline_suites
 from zoo import DEPTHS
 
 ROWS = matrix.rows()

@@ -86,7 +86,8 @@ def random_calls(seeds):
     calls = []
     for seed in seeds:
         rng = np.random.default_rng(seed)
-        draw = lambda a: rng.standard_normal(a.shape).astype(np.float32).astype(np.float64)  # noqa: E731
+        draw = lambda a, rng=rng: (  # noqa: E731
+            rng.standard_normal(a.shape).astype(np.float32).astype(np.float64))
         calls += [c.with_(q=draw(c.q) * c.spec.logits, k=draw(c.k), v=draw(c.v))
                   for c in Battery(seed).attention if c.bias is None and not c.gqa]
     return calls

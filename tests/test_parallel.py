@@ -11,7 +11,8 @@ from attnzoo.matrix import model as matrix
 from attnzoo.matrix.model import from_json
 
 ROOT = Path(__file__).resolve().parents[1]
-# A slice across backends and kinds keeps this test short; `attnzoo bench` compares the whole matrix.
+# A slice across backends and kinds keeps this test short; `attnzoo bench` compares the whole
+# matrix.
 ROWS = "reference-numpy or reference-sdpa or mask-fill-zero or gqa-repeat or flash-tiled-torch"
 
 

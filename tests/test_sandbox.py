@@ -23,7 +23,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from test_cli import ATTNZOO, REPO, TARGETS, findings, one_error_line, only
 from test_cli import console as attnzoo  # the console script: isolation is the point here
 

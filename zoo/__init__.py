@@ -113,7 +113,8 @@ def _validate_bug(bug, where):
     if bug.depth not in DEPTHS:
         raise ZooError(f"{where}: BUG.depth {bug.depth!r} is not one of {', '.join(DEPTHS)}")
     if not isinstance(bug.gaps, dict):
-        raise ZooError(f"{where}: BUG.gaps must be a dict: detector name -> why it cannot catch this")
+        raise ZooError(f"{where}: BUG.gaps must be a dict: detector name -> why it cannot "
+                       "catch this")
 
 
 def _validate_decoy(decoy, where):

@@ -33,7 +33,7 @@ class Sdpa(ScaledDotProductAttention):
     def bias(self, attn_mask, is_causal, L, S, query):
         bias = torch.zeros(L, S, dtype=query.dtype, device=query.device)  # (L, S)
         if is_causal:
-            allowed = torch.ones(L, L, dtype=torch.bool, device=query.device)  # BUG: sized by L alone
+            allowed = torch.ones(L, L, dtype=torch.bool, device=query.device)  # BUG: L alone
             allowed = allowed.tril()  # (L, L): a square, as if S == L
             bias = bias.masked_fill(~allowed, float("-inf"))  # fits (L, S) only if S == L or L == 1
         if attn_mask is None:

@@ -18,7 +18,8 @@ from zoo import Bug
 
 BUG = Bug(
     id="mask-cached-by-first-call",
-    title="Causal mask built by the first call, kept, and sliced from the wrong end for shorter calls",
+    title=("Causal mask built by the first call, kept, and sliced from the wrong end for "
+           "shorter calls"),
     category="state",
     symptom="silent",
     lesson="Slice a cached (T_max, T_max) causal mask as mask[:T, :T]; the last rows belong to "

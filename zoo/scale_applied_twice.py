@@ -9,7 +9,6 @@ of 1/√E — or by scale² — flatter attention with the right shapes, masks a
 
 import math
 
-
 from reference.sdpa import ScaledDotProductAttention
 from zoo import Bug
 

@@ -8,7 +8,6 @@ query pre-scaled by the caller with ``scale=1``) gets the default silently.
 
 import math
 
-
 from reference.sdpa import ScaledDotProductAttention
 from zoo import Bug
 

@@ -23,7 +23,14 @@ from attnzoo.devtools import project
 
 ROOT = project.find() or Path.cwd()  # the checkout: the command refuses to run without one
 PY = sys.executable
-TARGETS = ("reference/lesson_numpy.py", "torch.nn.functional:scaled_dot_product_attention")
+SDPA = "torch.nn.functional:scaled_dot_product_attention"
+CHECKS = (  # (target, depth): today's check figures, and the budgets of the deeper tiers
+    ("reference/lesson_numpy.py", "quick"),
+    ("reference/lesson_numpy.py", "standard"),
+    (SDPA, "quick"),
+    (SDPA, "standard"),
+    (SDPA, "deep"),
+)
 
 
 def once(cmd, env=None):
@@ -82,16 +89,18 @@ def machine():
 
 
 def check_costs(repeats):
-    """attnzoo check on a NumPy module and an SDPA callable: wall, and the harness share."""
+    """attnzoo check on a NumPy module and an SDPA callable at each depth: wall, and the
+    harness share (a deep check runs three times, whatever ``repeats`` asks)."""
     out = {}
-    for target in TARGETS:
-        figure, last = timed([PY, "-m", "attnzoo", "check", target, "--json"], repeats)
+    for target, depth in CHECKS:
+        cmd = [PY, "-m", "attnzoo", "check", target, "--depth", depth, "--json"]
+        figure, last = timed(cmd, 3 if depth == "deep" else repeats)
         doc = json.loads(last.stdout)
         impl = doc["summary"]["impl_seconds"]
         figure["impl_seconds"] = impl
         figure["harness_share"] = round(1 - impl / figure["wall"]["median"], 3)
         figure["detector_seconds"] = doc["summary"]["seconds"]
-        out[target] = figure
+        out[f"{target} --depth {depth}"] = figure
     return out
 
 
@@ -130,7 +139,8 @@ def matrix_costs(repeats, scales, first=None):
         b: {"seconds": per_detector[b]["seconds"], "bug_rows": summary["baselines"][b]["rows"],
             "full_suite_time_ratio": round(full / max(per_detector[b]["seconds"], 1e-9), 1),
             "full_suite_catches": summary["full_suite"]["rows"],
-            "extra_bug_rows_caught": summary["full_suite"]["rows"] - summary["baselines"][b]["rows"]}
+            "extra_bug_rows_caught": (summary["full_suite"]["rows"]
+                                      - summary["baselines"][b]["rows"])}
         for b in doc["baselines"]
     }
     scaling = {str(s): {"wall": runs[s][0]["wall"]["median"],
@@ -157,8 +167,12 @@ def xdist_identical():
 
 
 def run(repeats=3, scales=(1, 2, 4), output="docs/benchmark.json", compare_xdist=True,
-        ratio_only=False):
+        ratio_only=False, checks_only=False):
     report = {"machine": machine()}
+    if checks_only:
+        report["check"] = check_costs(max(repeats, 5))
+        print(render_checks(report))
+        return 0
     test_cmd = [PY, "-m", "pytest", "-n", "auto", "--dist", "worksteal", "-q", "-p",
                 "no:cacheprovider"]
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
@@ -180,6 +194,15 @@ def run(repeats=3, scales=(1, 2, 4), output="docs/benchmark.json", compare_xdist
     print(render(report))
     print(f"\nwritten to {output}")
     return 0
+
+
+def render_checks(r):
+    lines = ["| what | median | min | max | runs |", "|---|---|---|---|---|"]
+    for target, fig in r["check"].items():
+        w = fig["wall"]
+        lines.append(f"| `attnzoo check {target}`, wall | {w['median']:.2f} s | "
+                     f"{w['min']:.2f} s | {w['max']:.2f} s | {fig['runs']} |")
+    return "\n".join(lines)
 
 
 def render_ratio(r):
@@ -221,11 +244,11 @@ def render(r):
     lines += ["", "| battery | matrix wall | per unit of battery |", "|---|---|---|"]
     for scale, s in r["scaling"].items():
         lines.append(f"| {scale}× | {s['wall']:.1f} s | {s['per_unit']:.1f} s |")
-    lines += ["", "| suite | seconds over the whole zoo | bug rows caught | full suite is slower by | "
-              "and catches more by |", "|---|---|---|---|---|"]
+    lines += ["", "| suite | seconds over the whole zoo | bug rows caught | full suite is slower "
+              "by | and catches more by |", "|---|---|---|---|---|"]
+    caught = next(iter(r["baselines"].values()))["full_suite_catches"]
     lines.append(f"| full suite ({len(r['per_detector']) - len(r['baselines'])} detectors) | "
-                 f"{r['full_suite_seconds']:.1f} | {next(iter(r['baselines'].values()))['full_suite_catches']}"
-                 f"/{r['bug_rows']} | | |")
+                 f"{r['full_suite_seconds']:.1f} | {caught}/{r['bug_rows']} | | |")
     for name, b in r["baselines"].items():
         lines.append(f"| {name} | {b['seconds']:.1f} | {b['bug_rows']}/{r['bug_rows']} | "
                      f"{b['full_suite_time_ratio']}× | +{b['extra_bug_rows_caught']} rows |")

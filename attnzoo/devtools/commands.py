@@ -39,6 +39,9 @@ def add(sub, add_run_options):
     p.add_argument("--ratio", action="store_true",
                    help="only the README's test command against the kill matrix, in turn: "
                    "their walls and the ratio (writes nothing)")
+    p.add_argument("--checks", action="store_true",
+                   help="only attnzoo check on the reference and torch's SDPA at each depth "
+                   "(writes nothing)")
     p.set_defaults(run=cmd_bench)
 
     p = sub.add_parser("gpu", help="PyTorch's SDPA kernels on CUDA: backend × dtype × detector",
@@ -85,7 +88,8 @@ def cmd_bench(args):
     if args.repeats < 1 or not scales or min(scales) < 1:
         raise BadInput("--repeats and --scales must be at least 1")
     project.root("attnzoo bench")
-    return bench.run(args.repeats, scales, args.output, not args.no_xdist_compare, args.ratio)
+    return bench.run(args.repeats, scales, args.output, not args.no_xdist_compare, args.ratio,
+                     args.checks)
 
 
 def cmd_gpu(args):

@@ -47,8 +47,8 @@ def refused(text):
 
 def kernel_subject(backend, dtype, device):
     from attnzoo.sandbox.executor import InProcess
-    from detectors.kit.subject import Subject
     from attnzoo.sandbox.target import Target
+    from detectors.kit.subject import Subject
     from detectors.kit.verdict import ImplementationFailure
 
     class KernelSubject(Subject):
@@ -76,9 +76,9 @@ def kernel_subject(backend, dtype, device):
 def run(device, output, markdown, seed=0, depth="quick"):
     import torch
 
+    from attnzoo.runner import run as run_detector
     from detectors import all_detectors
     from detectors.kit.battery import Battery
-    from attnzoo.runner import run as run_detector
 
     if device.startswith("cuda") and not torch.cuda.is_available():
         print("no CUDA device here: the GPU conformance table needs one; nothing was run "

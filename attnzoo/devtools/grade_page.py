@@ -66,7 +66,7 @@ def page(doc, matrix):
         "-->",
         "# The lesson's seven tests, graded",
         "",
-        f"[`lesson_tests.py`](lesson_tests.py) is the test list of seed 003 («Практика»: the "
+        "[`lesson_tests.py`](lesson_tests.py) is the test list of seed 003 («Практика»: the "
         "worked example, the 1/√d_k scale, causality, a loop reference, a batch) as plain pytest: "
         "each test takes the implementation under test as the fixture `attention`. "
         "`attnzoo grade` runs them on the reference, every decoy and every zoo bug of the lesson "

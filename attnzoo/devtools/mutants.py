@@ -96,11 +96,11 @@ def per_detector(names, jobs):
 
 def worker(work):
     """Inside mutants/: activate each mutant and run every detector on its reference rows."""
-    from detectors import all_detectors, baseline_suites
     from attnzoo.matrix import model as matrix
+    from attnzoo.runner import run
+    from detectors import all_detectors, baseline_suites
     from detectors.kit import tolerance
     from detectors.kit.battery import Battery
-    from attnzoo.runner import run
 
     names = json.loads(Path(work).read_text())
     detectors = all_detectors() + baseline_suites()

@@ -8,15 +8,16 @@ is a kind of ``attnzoo.vocabulary.CELLS``. Text and markdown are ``attnzoo.matri
 import json
 from dataclasses import dataclass, field
 
+from attnzoo.catalogue import REFERENCE_ROWS, ROW_BACKENDS
+from attnzoo.runner import run
+from attnzoo.sandbox.executor import InProcess
+from attnzoo.sandbox.target import Target
+from attnzoo.vocabulary import CELLS, FAILURES
 from detectors import all_detectors, baseline_suites
 from detectors.kit.battery import Battery
-from attnzoo.sandbox.executor import InProcess
-from attnzoo.runner import run
 from detectors.kit.subject import Subject
-from attnzoo.sandbox.target import Target
 from detectors.kit.verdict import CAUGHT, CRASHED, ERROR, HUNG, NA
-from attnzoo.catalogue import REFERENCE_ROWS, ROW_BACKENDS
-from attnzoo.vocabulary import CELLS, FAILURES
+
 
 @dataclass(frozen=True)
 class Row:

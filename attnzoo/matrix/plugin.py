@@ -49,8 +49,8 @@ class KillMatrixReport:
 
     def matrix(self):
         from attnzoo.matrix.model import Matrix, rows
-        from detectors.kit.verdict import Finding
         from detectors import all_detectors, baseline_suites
+        from detectors.kit.verdict import Finding
 
         seen = {label for label, _ in self.cells}
         chosen = [r for r in rows(self.config.getoption("kill_matrix_depth")) if r.label in seen]

@@ -7,7 +7,7 @@ declaration can be set aside instead of being scored against the library.
 """
 
 import importlib.metadata
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 VOCABULARY = {
     "rank_other_than_4": "inputs of rank other than 4: (N, H, L, E) only",

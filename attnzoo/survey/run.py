@@ -95,7 +95,8 @@ def run_one(module, decl, dtype, seed):
         try:
             executor.use(target)
         except BadTarget as e:
-            raise Skip(f"{decl.distribution} is installed but the adapter cannot load: {e}")
+            raise Skip(f"{decl.distribution} is installed but the adapter cannot load: {e}"
+                       ) from None
         subject = Subject(target, executor, dtype)
         findings = [run(d, subject, battery) for d in chosen]
     finally:

@@ -11,9 +11,8 @@ import math
 
 import numpy as np
 
-from detectors.kit import expect
-from detectors.kit import lessons
-from detectors.kit.battery import Call, SelfCall, SelfSpec, Spec
+from detectors.kit import expect, lessons
+from detectors.kit.battery import SelfCall, SelfSpec
 from detectors.kit.lesson_calls import as_call, example, unbatched
 from detectors.kit.needs import ATTENTION, CAUSAL_MASK, SELF_ATTENTION
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from detectors.kit.calls import ARG_NAMES, Request
 from detectors.kit import expect
+from detectors.kit.calls import ARG_NAMES, Request
 from detectors.kit.expect import Mismatch
 from detectors.kit.verdict import Evidence, Flag, NotApplicable
 

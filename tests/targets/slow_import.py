@@ -2,7 +2,11 @@
 import os
 import time
 
-from reference.lesson_numpy import attention, causal_mask, causal_self_attention  # noqa: F401
-from reference.lesson_numpy import softmax  # noqa: F401
+from reference.lesson_numpy import (  # noqa: F401
+    attention,
+    causal_mask,
+    causal_self_attention,
+    softmax,
+)
 
 time.sleep(float(os.environ.get("ATTNZOO_TEST_SECONDS", "3")))

@@ -6,8 +6,12 @@ leaves the terminal without echo (which is how the test shows the check is not v
 import os
 import termios
 
-from reference.lesson_numpy import attention, causal_mask, causal_self_attention  # noqa: F401
-from reference.lesson_numpy import softmax  # noqa: F401
+from reference.lesson_numpy import (  # noqa: F401
+    attention,
+    causal_mask,
+    causal_self_attention,
+    softmax,
+)
 
 try:
     fd = os.open("/dev/tty", os.O_RDWR)

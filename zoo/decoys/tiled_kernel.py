@@ -63,7 +63,8 @@ class TiledSDPA:
         return key.index_select(-3, heads), value.index_select(-3, heads)
 
     def align_mask(self, attn_mask, query):
-        """Right-align the mask's axes with the scores': (H, L, S) under (N, H, L, E) is per head."""
+        """Right-align the mask's axes with the scores': (H, L, S) under (N, H, L, E) is per
+        head."""
         missing = query.dim() - attn_mask.dim()
         return attn_mask.reshape((1,) * max(missing, 0) + tuple(attn_mask.shape))
 

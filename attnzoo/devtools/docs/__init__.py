@@ -19,9 +19,20 @@ indexed for the pages, shared markdown), ``pages`` (catalogue pages and index), 
 from pathlib import Path
 
 from attnzoo.devtools.docs.blocks import BLOCK, render_blocks
-from attnzoo.devtools.docs.data import (CATALOGUE, INDEX, JSON_PATH, PNG_PATH, ROOT,
-                                        TEST_DESIGN, coverage, dumps, load, matrix_data,
-                                        normalise, run_matrix)
+from attnzoo.devtools.docs.data import (
+    CATALOGUE,
+    INDEX,
+    JSON_PATH,
+    PNG_PATH,
+    ROOT,
+    TEST_DESIGN,
+    coverage,
+    dumps,
+    load,
+    matrix_data,
+    normalise,
+    run_matrix,
+)
 from attnzoo.devtools.docs.heatmap import heatmap
 from attnzoo.devtools.docs.pages import bug_page, decoy_page, index_page
 from attnzoo.devtools.docs.view import View

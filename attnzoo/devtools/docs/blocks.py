@@ -8,7 +8,6 @@ from attnzoo.devtools.docs.data import BLOCK, TEST_DESIGN
 from attnzoo.devtools.docs.view import anchor
 
 
-
 def oracle_stats(view):
     """Per oracle kind: detectors, bug rows and bugs caught, rows caught by no other kind."""
     groups = view.groups()

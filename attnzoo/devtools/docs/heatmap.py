@@ -3,7 +3,6 @@
 from attnzoo.devtools.docs.view import View
 from attnzoo.vocabulary import CELLS
 
-
 COLOURS = {k.name: k.colour for k in CELLS.values()}
 NA_HATCH = "#c9c9c9"  # n/a cells: white, hatched
 LEGEND = {k.name: k.label for k in CELLS.values()}

@@ -2,9 +2,21 @@
 
 from attnzoo import catalogue
 from attnzoo.devtools.docs.data import JSON_PATH, LONG, STAMP
-from attnzoo.devtools.docs.view import (anchor, code, fence, group_by_reason, legend_line,
-                                        na_reason, rel, sentence, smallest, story, symbol,
-                                        verdict_table, why_not)
+from attnzoo.devtools.docs.view import (
+    anchor,
+    code,
+    fence,
+    group_by_reason,
+    legend_line,
+    na_reason,
+    rel,
+    sentence,
+    smallest,
+    story,
+    symbol,
+    verdict_table,
+    why_not,
+)
 from attnzoo.vocabulary import CAUGHT_CELLS, CELLS
 
 FALSE_ALARM = CELLS["false"].glyph

@@ -9,7 +9,6 @@ from attnzoo.devtools.docs.data import ROOT
 from attnzoo.vocabulary import CAUGHT_CELLS, glyph, legend
 
 
-
 def code(text):
     """An inline code span that survives backticks in the text."""
     text = " ".join(str(text).split())
