@@ -1,6 +1,7 @@
 """Run a user's pytest suite against one implementation, in its own time-limited process.
 
-The suite is untrusted code. Each run is a fresh ``python -m pytest`` with the grading plugin
+The suite is untrusted code. Each run is its own ``pytest`` process (forked by
+:mod:`attnzoo.grade.zygote` from a server that has torch imported already) with the grading plugin
 (:mod:`attnzoo.grade.fixtures`), an empty ini file (the user's repository configuration and
 ``PYTEST_ADDOPTS`` stay out) and no plugin autoloading (a grade must not depend on what else is
 installed). The only thing read back is the plugin's record file of JSON lines, each checked
@@ -18,6 +19,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from attnzoo.grade import zygote
 
 TEST_SECONDS = 10.0  # per test
 START_SECONDS = 60.0  # from the process' start to its first test: imports, torch included
@@ -84,6 +87,7 @@ def collect(suite):
         proc, output = _spawn(suite, spec, ["--collect-only", str(suite.path)], tmp)
         try:
             code = proc.wait(timeout=START_SECONDS)
+            _reap(proc)
         except subprocess.TimeoutExpired:
             _kill(proc)
             raise SuiteError(f"{suite.path}: collecting its tests took over {START_SECONDS:g} s: "
@@ -141,6 +145,7 @@ def _one_process(suite, spec, tests, tmp, test_seconds):
                                         str(e.get("text", "")))
                 current, since = None, time.monotonic()
         if code is not None:
+            _reap(proc)
             break
         limit = test_seconds if current else START_SECONDS + test_seconds
         if time.monotonic() - since > limit:
@@ -158,19 +163,30 @@ def _one_process(suite, spec, tests, tmp, test_seconds):
 
 
 def _spawn(suite, spec, args, tmp):
-    output = tempfile.TemporaryFile(dir=tmp)
-    proc = subprocess.Popen(suite.command(spec, args), cwd=suite.root, env=suite.env(),
-                            stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    return proc, output
+    fd, path = tempfile.mkstemp(dir=tmp, suffix=".out")
+    os.close(fd)
+    command = suite.command(spec, args)
+    proc = zygote.Child(command[3:], suite.root, suite.env(), path)  # after `python -m pytest`
+    return proc, open(path, "rb")
 
 
 def _kill(proc):
+    """SIGKILL the run's group (the test's own children too), or the run if it has none yet."""
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(proc.pid, signal.SIGKILL)
+            break
+        except (ProcessLookupError, PermissionError):
+            continue
+    proc.wait()
+
+
+def _reap(proc):
+    """After the run ended: whatever it started and left behind goes with it."""
     try:
-        os.killpg(proc.pid, signal.SIGKILL)  # the test's own children go too
+        os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    proc.wait()
 
 
 def _how(code, output):
