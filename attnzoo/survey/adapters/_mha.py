@@ -43,3 +43,14 @@ def mask(attn_mask, query, key):
     n, h, length, s = query.shape[0], query.shape[1], query.shape[2], key.shape[2]
     m = attn_mask.broadcast_to(n, h, length, s).reshape(n * h, length, s)  # (N·H, L, S)
     return ~m if m.dtype == torch.bool else m
+
+
+def attend(query, key, value, attn_mask, dropout_p, is_causal, scale, **weights):
+    """One MultiheadAttention call on SDPA-shaped inputs; ``weights`` picks the path
+    (need_weights=..., average_attn_weights=...). Returns the output, (N, H, L, E)."""
+    if scale is not None:  # refused, never ignored: an ignored scale would pose as a bug
+        raise NotImplementedError("MultiheadAttention takes no scale")
+    mha = module(query, dropout_p)
+    out, _ = mha(merge(query), merge(key), merge(value), attn_mask=mask(attn_mask, query, key),
+                 is_causal=is_causal, **weights)
+    return split(out, query.shape[1])  # (N, H, L, E)

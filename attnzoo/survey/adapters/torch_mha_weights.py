@@ -24,13 +24,8 @@ def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, sca
          enable_gqa=False):
     from attnzoo.survey.adapters import _mha
 
-    if scale is not None:  # refused, never ignored: an ignored scale would pose as a bug
-        raise NotImplementedError("MultiheadAttention takes no scale")
-    mha = _mha.module(query, dropout_p)
-    out, _ = mha(_mha.merge(query), _mha.merge(key), _mha.merge(value),
-                 attn_mask=_mha.mask(attn_mask, query, key), need_weights=True,
-                 average_attn_weights=False, is_causal=is_causal)
-    return _mha.split(out, query.shape[1])  # (N, H, L, E)
+    return _mha.attend(query, key, value, attn_mask, dropout_p, is_causal, scale,
+                       need_weights=True, average_attn_weights=False)
 
 
 __getattr__ = _lazy.loader(DECLARATION, _sdpa)
