@@ -34,6 +34,7 @@ class Answer:
     requests: tuple  # what was sent, for the evidence
     mutated: tuple = ()
     grads: dict | None = None  # argument name -> gradient, when a gradient was asked for
+    weights_dtype: str | None = None  # dtype of the weights as returned (lesson functions)
 
 
 class Subject:
@@ -168,14 +169,14 @@ class Subject:
         dtype = dtype or self.dtype
         request = self.request(call, dtype, **kw)
         result = self.send(request)
-        requests, w = (request,), None
+        requests, w, w_dtype = (request,), None, None
         if self.contract == "lesson":
-            w = result.values[1] if weights else None
+            w, w_dtype = (result.values[1] if weights else None), result.dtypes[1]
         elif weights:
             w, eye_request = self._weights(call, dtype, **kw)
             requests += (eye_request,)
         return Answer(result.values[0], w, result.dtypes[0], requests, result.mutated,
-                      result.grads)
+                      result.grads, w_dtype)
 
     def baseline(self, call):
         """The subject's own answer to ``call`` (checked for shape) and the error allowed on
@@ -284,7 +285,7 @@ class Subject:
             result = self.send(request)
             out, w = result.values
             return Answer(out, w if weights else None, result.dtypes[0], (request,),
-                          result.mutated, result.grads)
+                          result.mutated, result.grads, result.dtypes[1])
         as_call = self.projected(call)  # is_causal: request() says so if the callable lacks it
         answer = self.attend(as_call, weights=weights, dtype=dtype, **kw)
         shape = call.x.shape[:-1]  # (..., T): drop the (N, 1) head axis the call added
