@@ -44,7 +44,7 @@ def encode(request, target):
                 "shape": list(np.shape(request.grad))}
     header = {"fn": request.fn, "args": args, "kwargs": kwargs, "grad": grad,
               "gradcheck": bool(request.gradcheck), "seed": request.seed,
-              "strided": bool(request.strided), "call": request.describe()}
+              "strided": bool(request.strided), "keep": None, "call": request.describe()}
     return header, [bytes(memoryview(b).cast("B")) for b in buffers], sent
 
 
@@ -144,3 +144,21 @@ def _grads(grads, buffers, request):
         raise wire.Malformed("gradients for arguments the call does not have")
     return {n: None if g is None else np.array(wire.array(g, buffers)[0], dtype=np.float64)
             for n, g in grads.items()}
+
+
+def reread(reply, buffers, handle, target):
+    """The answers kept under ``handle``, read again now: (values as in a Result, dtype names)."""
+    try:
+        values = reply["values"]
+        if not isinstance(values, list):
+            raise wire.Malformed(f"no answers kept under handle {handle}")
+        arrays = [wire.array(v, buffers) for v in values]
+    except wire.NotNumbers as e:
+        raise ImplementationFailure(
+            CRASHED, f"a kept answer now holds {e.name}, not numbers", "re-reading") from None
+    except (wire.Malformed, KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+        raise ImplementationFailure(
+            CRASHED, f"sent a reply attnzoo cannot read ({type(e).__name__}: {e})",
+            "re-reading a kept answer") from None
+    return (tuple(_as_answer(a, name, target.backend) for a, name in arrays),
+            tuple(name for _, name in arrays))

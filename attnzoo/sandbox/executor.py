@@ -43,6 +43,7 @@ class InProcess:
         self.manifest = manifest(self.obj, target)
         self.call_seconds = call_seconds
         self.notes = []
+        self.kept, self.handles = {}, 0  # answers kept as returned (Request.keep)
 
     def fresh(self):
         """An executor on a new instance of the implementation, with none of its history."""
@@ -56,17 +57,23 @@ class InProcess:
 
     def run(self, request):
         header, buffers, sent = decide.encode(request, self.target)
+        handle = header["keep"] = _handle(self, request)
         reply, out = self._execute(request, decide.for_worker(header, buffers))
-        return decide.decide(reply, out, sent, buffers, request, self.target)
+        return kept_as(decide.decide(reply, out, sent, buffers, request, self.target), handle)
+
+    def reread(self, handle):
+        """The answer of a call made with ``keep`` as its arrays hold it now: (values, dtypes)."""
+        reply, out = probes.reread(self.target, self.kept, handle)
+        return decide.reread(reply, out, handle, self.target)
 
     def _execute(self, request, decoded):
         limit = limit_for(request, self.call_seconds)
         if threading.current_thread() is not threading.main_thread():
-            return probes.execute(self.obj, self.target, self.manifest, decoded)
+            return probes.execute(self.obj, self.target, self.manifest, decoded, self.kept)
         previous = signal.signal(signal.SIGALRM, _raise_timeout)
         signal.setitimer(signal.ITIMER_REAL, limit)
         try:
-            return probes.execute(self.obj, self.target, self.manifest, decoded)
+            return probes.execute(self.obj, self.target, self.manifest, decoded, self.kept)
         except probes.CallTimeout:
             raise ImplementationFailure(
                 HUNG, f"no answer within {limit:g} s", request.describe()
@@ -86,6 +93,20 @@ class InProcess:
 
 def _raise_timeout(signum, frame):
     raise probes.CallTimeout()
+
+
+def _handle(executor, request):
+    """A new handle for an answer to keep, or None when the request does not ask for it."""
+    if not request.keep:
+        return None
+    executor.handles += 1
+    return executor.handles
+
+
+def kept_as(result, handle):
+    if handle is not None:
+        result.kept = handle
+    return result
 
 
 class Isolated:
@@ -109,6 +130,7 @@ class Isolated:
         self.proc = self.sock = self.output = None
         self.warm, self.hung_cold = set(), set()
         self.manifest = None
+        self.handles = 0  # answers the worker keeps as returned (Request.keep)
         self._spawn()
         if target is not None:
             self.use(target)
@@ -195,6 +217,7 @@ class Isolated:
         if cold:
             limit = max(limit, self.warmup_seconds)
         header, buffers, sent = decide.encode(request, self.target)
+        handle = header["keep"] = _handle(self, request)
         try:
             reply, out = self._exchange(dict(header, verb="call"), buffers, limit,
                                         request.describe())
@@ -212,7 +235,16 @@ class Isolated:
             if reply["fail"] != CRASHED or not isinstance(what, str):
                 what = "sent a failure attnzoo cannot read"
             raise ImplementationFailure(CRASHED, what[:2000], request.describe())
-        return decide.decide(reply, out, sent, buffers, request, self.target)
+        return kept_as(decide.decide(reply, out, sent, buffers, request, self.target), handle)
+
+    def reread(self, handle):
+        """The answer of a call made with ``keep`` as the worker's arrays hold it now."""
+        if self.proc is None:  # restarted since: what it kept is gone with the old worker
+            raise ImplementationFailure(CRASHED, "the process holding the answer is gone",
+                                        "re-reading a kept answer")
+        reply, out = self._exchange({"verb": "reread", "handle": handle}, (),
+                                    self.call_seconds, "re-reading a kept answer")
+        return decide.reread(reply, out, handle, self.target)
 
     def _exchange(self, header, buffers, limit, call):
         """Send one message and read one reply within ``limit`` seconds (and the deadline)."""

@@ -26,8 +26,12 @@ class CallTimeout(BaseException):
     """Raised into a call that ran past its time limit (in-process execution)."""
 
 
-def execute(obj, target, manifest, request):
-    """Run one decoded request against a loaded target: (reply header, buffers)."""
+KEPT = 16  # answers kept as returned (Request.keep), oldest dropped first
+
+
+def execute(obj, target, manifest, request, kept=None):
+    """Run one decoded request against a loaded target: (reply header, buffers). With
+    ``request["keep"]`` (a handle) the returned objects are kept in ``kept`` under it."""
     backend = _Torch(target.device) if target.backend == "torch" else _Numpy()
     fn = _function(obj, manifest, request)
     args = [backend.build(a, request) for a in request["args"]]
@@ -46,12 +50,26 @@ def execute(obj, target, manifest, request):
     answer = guarded(fn, args, kwargs, request)
     seconds = time.perf_counter() - start
     items = _unpack(answer, request, backend)
+    if request.get("keep") is not None and kept is not None:
+        kept[request["keep"]] = items  # the objects themselves, not a copy
+        while len(kept) > KEPT:
+            kept.pop(next(iter(kept)))
     values = [backend.read(a, buffers, request) for a in items]
     grads = backend.grads(items[0], args, request, buffers) if request["grad"] is not None \
         else None
     inputs = [backend.read(a, buffers, request) for a in list(args) + list(kwargs.values())
               if backend.is_array(a)]
     return {"values": values, "inputs": inputs, "seconds": seconds, "grads": grads}, buffers
+
+
+def reread(target, kept, handle):
+    """The answers kept under ``handle`` as their storage holds them now: (reply, buffers)."""
+    backend = _Torch(target.device) if target.backend == "torch" else _Numpy()
+    items, buffers = kept.get(handle), []
+    if items is None:
+        return {"values": None}, buffers
+    request = {"call": "re-reading a kept answer"}
+    return {"values": [backend.read(a, buffers, request) for a in items]}, buffers
 
 
 def guarded(fn, args, kwargs, request):

@@ -6,7 +6,8 @@ headers, raw buffers, never a pickle), one message each way at a time:
 ``{"verb": "infer", "locator"}`` → ``{"inferred": "numpy" | "torch" | None}`` (runs the
 target's code); ``{"verb": "target", "target": fields}`` → ``{"ready": manifest}`` |
 ``{"bad": message}``; ``{"verb": "call", ...request}`` → a reply of raw arrays
-(:func:`probes.execute`) | ``{"fail": verdict, "what": text}``.
+(:func:`probes.execute`) | ``{"fail": verdict, "what": text}``; ``{"verb": "reread", "handle"}``
+→ the answers a call with ``"keep"`` returned, as their storage holds them now.
 Nothing here decides a verdict: the parent reads every reply as untrusted data.
 """
 
@@ -24,7 +25,7 @@ def main(fd):
     from attnzoo.sandbox.target import BadTarget, Target, describe, infer_backend, load, manifest
     from detectors.kit.verdict import ImplementationFailure
 
-    loaded, target, offered = {}, None, None
+    loaded, target, offered, kept = {}, None, None, {}
     while True:
         try:
             header, buffers = wire.read(sock)
@@ -41,9 +42,12 @@ def main(fd):
                 target = Target(**header["target"])
                 offered = manifest(_load(loaded, target.locator, load), target)
                 reply = {"ready": offered.to_json()}
+            elif verb == "reread":
+                reply, out = probes.reread(target, kept, header.get("handle"))
             else:
                 request = decide.for_worker(header, buffers)
-                reply, out = probes.execute(loaded[target.locator], target, offered, request)
+                reply, out = probes.execute(loaded[target.locator], target, offered, request,
+                                            kept)
         except BadTarget as e:
             reply = {"bad": str(e)}
         except ImplementationFailure as e:

@@ -35,6 +35,7 @@ class Answer:
     mutated: tuple = ()
     grads: dict | None = None  # argument name -> gradient, when a gradient was asked for
     weights_dtype: str | None = None  # dtype of the weights as returned (lesson functions)
+    kept: int | None = None  # the handle under which the returned arrays are kept (keep=True)
 
 
 class Subject:
@@ -176,7 +177,7 @@ class Subject:
             w, eye_request = self._weights(call, dtype, **kw)
             requests += (eye_request,)
         return Answer(result.values[0], w, result.dtypes[0], requests, result.mutated,
-                      result.grads, w_dtype)
+                      result.grads, w_dtype, result.kept)
 
     def baseline(self, call):
         """The subject's own answer to ``call`` (checked for shape) and the error allowed on
@@ -305,10 +306,22 @@ class Subject:
         spec = Spec(call.name, q.shape, k.shape, v.shape, causal=True)
         return Call(spec, q, k, v, name=call.name)
 
-    def softmax(self, x, dtype=None):
-        request = Request("softmax", (x,), dtype=dtype or self.dtype, device=self.target.device)
+    def softmax(self, x, dtype=None, keep=False):
+        request = Request("softmax", (x,), dtype=dtype or self.dtype, device=self.target.device,
+                          keep=keep)
         result = self.send(request)
-        return Answer(result.values[0], None, result.dtypes[0], (request,), result.mutated)
+        return Answer(result.values[0], None, result.dtypes[0], (request,), result.mutated,
+                      kept=result.kept)
+
+    def reread(self, answer):
+        """``answer`` (made with ``keep=True``) as the arrays it returned hold it now: an Answer
+        whose out (and weights, for a lesson function) are read again after later calls."""
+        values, dtypes = self.executor.reread(answer.kept)
+        crop = getattr(answer.requests[0], "crop", None)
+        if crop:
+            values = _cropped(replace_values(values), *crop).values
+        weights = values[1] if len(values) > 1 and answer.weights is not None else None
+        return Answer(values[0], weights, dtypes[0], answer.requests[:1])
 
     def causal_mask(self, T):
         """causal_mask(T), read in the keep convention whatever convention was declared."""
@@ -386,6 +399,13 @@ def _cropped(result, E, Ev):
                      and g.ndim else g)
                  for n, g in grads.items()}
     return replace(result, values=values, grads=grads)
+
+
+def replace_values(values):
+    """Bare values as a Result, for :func:`_cropped`."""
+    from detectors.kit.calls import Result
+
+    return Result(values, ())
 
 
 def _unfold(a, shape):
