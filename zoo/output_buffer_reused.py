@@ -1,8 +1,8 @@
 """The output is written into a workspace kept between calls, and a view of it is returned.
 
 Allocating the output on every call is what a kernel launcher or an inference engine tries to
-avoid: it keeps one buffer, grown to the largest call so far, writes each answer into the
-front of it and hands back a view. Every answer is right when it is returned, so every test
+avoid: on its inference path it keeps one buffer, grown to the largest call so far, writes each
+answer into the front of it and hands back a view. Every answer is right when it is returned, so every test
 that reads the answer straight away passes; but the caller's tensor now shares memory with
 the next call's answer. Keep the output of layer 1 while layer 2 runs, or a batch's
 attention while the next batch runs, and it has silently become someone else's numbers.
@@ -36,6 +36,8 @@ class Sdpa(ScaledDotProductAttention):
                  scale=None, enable_gqa=False):
         out = super().__call__(query, key, value, attn_mask, dropout_p, is_causal, scale,
                                enable_gqa)  # (N, ..., H, L, Ev)
+        if out.requires_grad:  # training keeps its own tensors; the workspace is for inference
+            return out
         ws = self.workspace
         if ws.numel() < out.numel() or ws.dtype != out.dtype or ws.device != out.device:
             ws = self.workspace = torch.empty(out.numel(), dtype=out.dtype, device=out.device)
