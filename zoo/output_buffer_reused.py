@@ -29,8 +29,7 @@ BUG = Bug(
 
 
 class Sdpa(ScaledDotProductAttention):
-    def __init__(self):
-        self.workspace = torch.empty(0)  # grown to the largest output seen
+    workspace = torch.empty(0)  # grown to the largest output seen (set per instance on growth)
 
     def __call__(self, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                  scale=None, enable_gqa=False):
