@@ -17,6 +17,7 @@ from detectors import by_name
 from detectors.kit.battery import Battery
 from detectors.kit.calls import Request
 from detectors.kit.subject import Subject
+from detectors.kit.verdict import ImplementationFailure
 from reference.sdpa import scaled_dot_product_attention
 
 NEW = ("softmax_of_empty_row_is_zero", "dtype_follows_input", "answers_stay_as_returned",
@@ -105,9 +106,12 @@ def test_answers_are_kept_only_when_asked_and_only_a_few():
     executor = lesson()
     executor.run(Request("softmax", (np.array([0.0, 1.0]),)))
     assert executor.kept == {}
-    for _ in range(probes.KEPT + 3):
-        executor.run(Request("softmax", (np.array([0.0, 1.0]),), keep=True))
+    handles = [executor.run(Request("softmax", (np.array([0.0, 1.0]),), keep=True)).kept
+               for _ in range(probes.KEPT + 3)]
     assert len(executor.kept) == probes.KEPT
+    executor.reread(handles[-probes.KEPT])
+    with pytest.raises(LookupError, match="no longer kept"):  # the detector's mistake
+        executor.reread(handles[0])
 
 
 def test_the_worker_keeps_answers_across_calls():
@@ -121,6 +125,9 @@ def test_the_worker_keeps_answers_across_calls():
         executor.run(Request("sdpa", (q[..., :2, :], q, q)))  # a smaller call, same workspace
         later, _ = executor.reread(first.kept)
         assert not np.array_equal(later[0], first.values[0])
+        executor.fresh()  # a new worker: what the old one kept is gone, and that is said
+        with pytest.raises(ImplementationFailure, match="restarted"):
+            executor.reread(first.kept)
     finally:
         executor.close()
 

@@ -1,11 +1,12 @@
 """The output is written into a workspace kept between calls, and a view of it is returned.
 
 Allocating the output on every call is what a kernel launcher or an inference engine tries to
-avoid: on its inference path it keeps one buffer, grown to the largest call so far, writes each
-answer into the front of it and hands back a view. Every answer is right when it is returned, so every test
-that reads the answer straight away passes; but the caller's tensor now shares memory with
-the next call's answer. Keep the output of layer 1 while layer 2 runs, or a batch's
-attention while the next batch runs, and it has silently become someone else's numbers.
+avoid: on its inference path it keeps one buffer, grown to the largest call so far, writes
+each answer into the front of it and hands back a view. Every answer is right when it is
+returned, so every test that reads the answer straight away passes; but the caller's tensor
+now shares memory with the next call's answer. Keep the output of layer 1 while layer 2
+runs, or a batch's attention while the next batch runs, and it has silently become someone
+else's numbers.
 """
 
 import torch

@@ -8,8 +8,6 @@ splits of the old cache mixed in. Called first, or only ever on one length, ever
 exact; the answer depends on what was decoded before it.
 """
 
-import torch
-
 from zoo import Bug
 from zoo.decoys.split_kv import SplitKV
 

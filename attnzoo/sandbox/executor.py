@@ -43,7 +43,7 @@ class InProcess:
         self.manifest = manifest(self.obj, target)
         self.call_seconds = call_seconds
         self.notes = []
-        self.kept, self.handles = {}, 0  # answers kept as returned (Request.keep)
+        self.kept, self.handles, self.issued = {}, 0, []  # answers kept as returned
 
     def fresh(self):
         """An executor on a new instance of the implementation, with none of its history."""
@@ -63,6 +63,7 @@ class InProcess:
 
     def reread(self, handle):
         """The answer of a call made with ``keep`` as its arrays hold it now: (values, dtypes)."""
+        _still_kept(self, handle)
         reply, out = probes.reread(self.target, self.kept, handle)
         return decide.reread(reply, out, handle, self.target)
 
@@ -96,11 +97,21 @@ def _raise_timeout(signum, frame):
 
 
 def _handle(executor, request):
-    """A new handle for an answer to keep, or None when the request does not ask for it."""
+    """A new handle for an answer to keep, or None when the request does not ask for it; the
+    executor remembers the last :data:`probes.KEPT`, which is what the target side keeps."""
     if not request.keep:
         return None
     executor.handles += 1
+    executor.issued = (executor.issued + [executor.handles])[-probes.KEPT:]
     return executor.handles
+
+
+def _still_kept(executor, handle):
+    if handle in getattr(executor, "lost", ()):
+        raise ImplementationFailure(CRASHED, "the worker holding the answer was restarted",
+                                    "re-reading a kept answer")
+    if handle not in executor.issued:  # a detector kept more than the target side holds
+        raise LookupError(f"answer {handle} is no longer kept: at most {probes.KEPT} are")
 
 
 def kept_as(result, handle):
@@ -130,7 +141,7 @@ class Isolated:
         self.proc = self.sock = self.output = None
         self.warm, self.hung_cold = set(), set()
         self.manifest = None
-        self.handles = 0  # answers the worker keeps as returned (Request.keep)
+        self.handles, self.issued, self.lost = 0, [], set()  # answers the worker keeps
         self._spawn()
         if target is not None:
             self.use(target)
@@ -144,6 +155,8 @@ class Isolated:
         child.close()
         self.sock = parent
         self.warm = set()
+        self.lost.update(self.issued)  # what the old worker kept died with it
+        self.issued = []
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -239,9 +252,9 @@ class Isolated:
 
     def reread(self, handle):
         """The answer of a call made with ``keep`` as the worker's arrays hold it now."""
-        if self.proc is None:  # restarted since: what it kept is gone with the old worker
-            raise ImplementationFailure(CRASHED, "the process holding the answer is gone",
-                                        "re-reading a kept answer")
+        if self.proc is None:  # it died since: what it kept is gone with it
+            self.lost.update(self.issued)
+        _still_kept(self, handle)
         reply, out = self._exchange({"verb": "reread", "handle": handle}, (),
                                     self.call_seconds, "re-reading a kept answer")
         return decide.reread(reply, out, handle, self.target)

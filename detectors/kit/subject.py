@@ -319,7 +319,7 @@ class Subject:
         values, dtypes = self.executor.reread(answer.kept)
         crop = getattr(answer.requests[0], "crop", None)
         if crop:
-            values = _cropped(replace_values(values), *crop).values
+            values = _cropped(_bare(values), *crop).values
         weights = values[1] if len(values) > 1 and answer.weights is not None else None
         return Answer(values[0], weights, dtypes[0], answer.requests[:1])
 
@@ -401,7 +401,7 @@ def _cropped(result, E, Ev):
     return replace(result, values=values, grads=grads)
 
 
-def replace_values(values):
+def _bare(values):
     """Bare values as a Result, for :func:`_cropped`."""
     from detectors.kit.calls import Result
 
