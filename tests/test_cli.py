@@ -263,7 +263,10 @@ def test_exiting_implementation_becomes_crash_verdicts():
     messages = [f["message"] for f in crashed]
     assert any("sys.exit" in m for m in messages), messages  # attention: sys.exit(3)
     assert any("exited with code 7" in m for m in messages), messages  # os._exit(7)
-    assert {f["verdict"] for f in findings(doc)} <= {"crashed", "n/a"}
+    softmax_only = "softmax_of_empty_row_is_zero"  # calls the reference's softmax alone
+    assert {f["verdict"] for f in findings(doc) if f["detector"] != softmax_only} \
+        <= {"crashed", "n/a"}
+    assert [f["verdict"] for f in findings(doc) if f["detector"] == softmax_only] == ["survived"]
 
 
 def test_segfaulting_implementation_becomes_crash_verdicts():
