@@ -158,7 +158,9 @@ def test_a_snippet_names_each_array_once():
     call = Battery(0).attention[0]
     first, second = subject.attend(call), subject.attend(call)
     code = subject.evidence([first, second]).snippet
-    assert code.count(" = np.array(") == 3  # Q, K and V, reused by the second call
+    made = re.findall(r"^([QKV]\d+) = ", code, flags=re.M)
+    assert sorted(made) == ["K2", "Q1", "V3"], code  # each made once, reused by the second call
+    assert "r2 = impl.attention(Q1, K2, V3)" in code
     assert subject.evidence([first, second]).call.count("attention(") == 1  # said once
 
 
