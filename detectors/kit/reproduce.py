@@ -18,6 +18,7 @@ import numpy as np
 
 SMALL = 32  # a shift or a row pattern of at most this many numbers is printed
 MAX_EDITS = 48  # a copy with more changed entries than this is not "a few edits"
+MAX_EDIT_LINES = 6  # nor is one that takes more lines of slices and rows than this
 MAX_BASES = 12  # battery arrays tried as the base of a derived one
 TRACED = 64  # generators whose grid draws are followed, most recent first
 
@@ -181,10 +182,11 @@ class Builder:
         for bases in (self._built_bases(a), self._drawn_bases(a)):
             if any(found):
                 break
-            for base_var, base, lines, scope, rngs in bases:
+            for base_var, base, lines, scope, rngs in bases:  # lines: already run in scope
                 for recipe in _derivations(a, var, base_var, base):
-                    found.append(self._run(a, var, lines + recipe, self._trial(scope),
-                                           dict(rngs)))
+                    made = self._run(a, var, recipe, self._trial(scope), dict(rngs))
+                    if made is not None:
+                        found.append((lines + made[0],) + made[1:])
         found = [f for f in found if f is not None]
         return min(found, key=lambda f: _cost(f[0]), default=None)
 
@@ -256,12 +258,13 @@ def _derivations(a, var, base_var, base):
         else:
             with np.errstate(all="ignore"):
                 delta, ratio = a - base, a / base
-            if np.all(np.isfinite(delta)):
+            if np.all(np.isfinite(delta)) and delta.any():
                 small = _reduced(delta)
                 if small.size <= SMALL:
                     yield [f"{var} = {base_var} + {_short(small)}"]
-            if np.isfinite(ratio).any():
-                yield [f"{var} = {base_var} * {_number(ratio[np.isfinite(ratio)].ravel()[0])}"]
+            c = ratio[np.isfinite(ratio)].ravel()[:1]
+            if c.size and c[0] != 1:
+                yield [f"{var} = {base_var} * {_number(c[0])}"]
     for axis in range(a.ndim):
         if all(x == y for i, (x, y) in enumerate(zip(a.shape, base.shape)) if i != axis):
             order = _taken(a, base, axis)
@@ -295,31 +298,58 @@ def _taken(a, base, axis):
 
 
 def _edits(a, made, var):
-    """Lines that turn ``made`` into ``a`` when they differ in a block, in whole rows of one
-    pattern, or in a few entries; else None."""
+    """Lines that turn ``made`` into ``a`` when they differ in a block (set or shifted), in
+    whole slices or rows of one value, and in a few entries besides; else None."""
     if not isinstance(made, np.ndarray) or made.shape != a.shape:
         return None
-    differ = made != a
-    if a.dtype != bool:
-        differ &= ~(np.isnan(made) & np.isnan(a))
-    idx = np.nonzero(differ)
+    idx = _differ(a, made)
     if not len(idx[0]):
         return []
     box = tuple(sorted(set(i.tolist())) for i in idx)
     spans = [_span(ix) for ix in box]
-    if all(spans):  # the block that holds every change, set to its values
-        block = a[tuple(slice(ix[0], ix[-1] + 1) for ix in box)]
-        small = _reduced(block)
+    if all(spans):  # the block that holds every change: its values, or one shift
+        at = tuple(slice(ix[0], ix[-1] + 1) for ix in box)
+        small = _reduced(a[at])
         if small.size <= SMALL:
             return [f"{var}[{', '.join(spans)}] = {_short(small)}"]
-    if a.ndim > 1:  # whole rows (last axis) set to one pattern
+        if a.dtype != bool:
+            with np.errstate(all="ignore"):
+                shift = _reduced(a[at] - made[at])
+            if shift.size == 1 and np.isfinite(shift).all() \
+                    and np.array_equal(made[at] + shift.ravel()[0], a[at]):
+                return [f"{var}[{', '.join(spans)}] += {_number(shift.ravel()[0])}"]
+    made, lines = made.copy(), []
+    for axis in range(a.ndim):  # whole slices of one value (a column of a mask, a key)
+        for j in sorted(set(idx[axis].tolist())):
+            want = np.take(a, j, axis=axis)
+            if want.size > 1 and _same(want, np.full(want.shape, want.ravel()[0])):
+                at = (slice(None),) * axis + (j,)
+                made[at] = want
+                lines.append(f"{var}[{', '.join([':'] * axis + [str(j)])}] = "
+                             f"{_value(want.ravel()[0], a.dtype == bool)}")
+    idx = _differ(a, made)
+    if a.ndim > 1 and len(idx[0]):  # whole rows set to one pattern, a line per pattern
         rows = sorted(set(zip(*(i.tolist() for i in idx[:-1]))))
-        lead = tuple(list(ix) for ix in zip(*rows))
-        pattern = _reduced(a[lead])  # (1, E) or (1, 1) when every row is the same
-        if pattern.shape[0] == 1 and pattern.size <= SMALL:
-            where = ", ".join(str(ix) for ix in lead)
-            return [f"{var}[{where}] = {_short(pattern.reshape(-1))}"]
-    if len(idx[0]) > MAX_EDITS:
+        groups = {}
+        for row in rows:
+            groups.setdefault(a[row].tobytes(), []).append(row)
+        for group in groups.values():
+            pattern = a[group[0]]
+            if len(group) > 1 or _same(pattern, np.full(pattern.shape, pattern[0])):
+                lead = tuple(list(ix) for ix in zip(*group))
+                made[lead] = pattern
+                lines.append(f"{var}[{', '.join(str(ix) for ix in lead)}] = {_short(pattern)}")
+        idx = _differ(a, made)
+    if len(idx[0]) > MAX_EDITS or len(lines) > MAX_EDIT_LINES:
         return None
-    where = ", ".join(str(i.tolist()) for i in idx)
-    return [f"{var}[{where}] = {_short(a[idx])}"]
+    if len(idx[0]):
+        lines.append(f"{var}[{', '.join(str(i.tolist()) for i in idx)}] = {_short(a[idx])}")
+    return lines
+
+
+def _differ(a, made):
+    """The indices where ``made`` is not ``a`` (NaN equal to NaN)."""
+    differ = made != a
+    if a.dtype != bool:
+        differ &= ~(np.isnan(made) & np.isnan(a))
+    return np.nonzero(differ)
