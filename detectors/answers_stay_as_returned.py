@@ -29,9 +29,10 @@ def picks(calls):
 def unchanged(subject, calls, run, name):
     first = [run(c, True) for c in calls]  # kept as returned
     later = [run(c, False) for c in reversed(calls)]  # after each: larger, smaller, others
+    made = list(zip(calls, first)) + list(zip(reversed(calls), later))  # in the order made
     for i, (call, answer) in enumerate(zip(calls, first)):
         now = subject.reread(answer)
-        nxt = (first[i + 1:] + later)[:1]  # the next call made: the reproduction's second
+        nxt = [a for c, a in made[i + 1:] if c is not call][:1]  # the reproduction's second
         with subject.case(name(call), answer, *nxt, relation=KEPT):
             expect.identical(answer.out, now.out, "out", ("returned", "later"))
             if answer.weights is not None:
