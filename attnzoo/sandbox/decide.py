@@ -66,17 +66,16 @@ def for_worker(header, buffers):
 
 def decide(reply, buffers, sent, sent_buffers, request, target):
     """A Result from a reply the worker sent, trusting nothing in it."""
-    call = request.describe()
     try:
         return _decide(reply, buffers, sent, sent_buffers, request, target)
     except wire.NotNumbers as e:
         raise ImplementationFailure(
-            CRASHED, f"returned an array of {e.name}, not numbers", call) from None
+            CRASHED, f"returned an array of {e.name}, not numbers", request.describe()) from None
     except (wire.Malformed, KeyError, TypeError, ValueError, AttributeError, IndexError,
             OverflowError, RecursionError) as e:
         raise ImplementationFailure(
-            CRASHED, f"sent a reply attnzoo cannot read ({type(e).__name__}: {e})", call
-        ) from None
+            CRASHED, f"sent a reply attnzoo cannot read ({type(e).__name__}: {e})",
+            request.describe()) from None
 
 
 def _decide(reply, buffers, sent, sent_buffers, request, target):

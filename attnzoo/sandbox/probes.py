@@ -47,11 +47,14 @@ def execute(obj, target, manifest, request):
     answer = guarded(fn, args, kwargs, request)
     seconds = time.perf_counter() - start
     items = _unpack(answer, request, backend)
-    values = backend.read_all(items, buffers, request)
-    grads = backend.grads(items[0], args, request, buffers) if request["grad"] is not None \
-        else None
-    inputs = backend.read_all([a for a in list(args) + list(kwargs.values())
-                               if backend.is_array(a)], buffers, request)
+    arrays = [a for a in list(args) + list(kwargs.values()) if backend.is_array(a)]
+    if request["grad"] is None:  # the answers, then the inputs, in one reading
+        read = backend.read_all(list(items) + arrays, buffers, request)
+        values, grads, inputs = read[:len(items)], None, read[len(items):]
+    else:  # the backward runs the implementation's code: not inside a reading
+        values = backend.read_all(items, buffers, request)
+        grads = backend.grads(items[0], args, request, buffers)
+        inputs = backend.read_all(arrays, buffers, request)
     return {"values": values, "inputs": inputs, "seconds": seconds, "grads": grads}, buffers
 
 
@@ -199,11 +202,9 @@ class _Torch:
     @contextlib.contextmanager
     def bare(self):
         """No __torch_function__ (subclass or mode) and no Python dispatch while reading."""
-        torch = self.torch
-        with contextlib.ExitStack() as stack:
-            stack.enter_context(torch._C.DisableTorchFunction())
-            if hasattr(torch._C, "_DisableTorchDispatch"):
-                stack.enter_context(torch._C._DisableTorchDispatch())
+        C = self.torch._C
+        no_dispatch = getattr(C, "_DisableTorchDispatch", contextlib.nullcontext)
+        with C.DisableTorchFunction(), no_dispatch():
             yield
 
     def read(self, a, buffers, request):
