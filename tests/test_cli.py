@@ -54,7 +54,9 @@ SUMMARY_KEYS = {"detectors", "passed", "flagged", "killed", "nan", "crashed", "h
                 "conformant", "seconds", "impl_seconds", "calls"}
 FINDING_KEYS = {"detector", "target", "verdict", "message", "evidence", "calls", "seconds",
                 "impl_seconds", "notes", "unsupported"}
-EVIDENCE_KEYS = {"call", "case", "index", "expected", "actual", "snippet"}
+EVIDENCE_KEYS = {"call", "case", "index", "expected", "actual", "snippet", "shrunk"}
+SHRUNK_KEYS = {"case", "from", "to", "sizes", "attempts", "cap", "message", "call", "snippet",
+               "skipped"}
 
 
 @dataclass(frozen=True)
@@ -582,7 +584,7 @@ def test_flagged_snippets_reproduce_the_call():
 def test_docs_name_every_json_field():
     _, doc = check_json(*JSON_BUG)
     text = (REPO / "docs" / "check-json.md").read_text(encoding="utf-8")
-    keys = set(doc) | SUMMARY_KEYS | TARGET_KEYS | FINDING_KEYS | EVIDENCE_KEYS
+    keys = set(doc) | SUMMARY_KEYS | TARGET_KEYS | FINDING_KEYS | EVIDENCE_KEYS | SHRUNK_KEYS
     missing = sorted(k for k in keys if f"`{k}`" not in text)
     assert not missing, f"docs/check-json.md does not document {missing}"
     assert all(f"`{v}`" in text for v in VERDICTS)
