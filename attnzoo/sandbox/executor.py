@@ -16,8 +16,8 @@ import sys
 import threading
 import time
 
-from attnzoo.sandbox import decide, hygiene, probes, wire
-from attnzoo.sandbox.target import BadTarget, Manifest, load, manifest
+from attnzoo.sandbox import decide, hygiene, offer, probes, wire
+from attnzoo.sandbox.target import BadTarget, load, manifest
 from detectors.kit.verdict import CRASHED, HUNG, ImplementationFailure
 
 CALL_SECONDS = 10.0  # per-call time limit
@@ -202,10 +202,9 @@ class Isolated:
         self.target = target
         what = f"{target.locator} while importing it"
         reply = self._ask({"verb": "target", "target": vars(target)}, what)
-        offered = reply.get("ready")
         try:
-            self.manifest = Manifest.from_json(offered)
-        except (TypeError, ValueError, AttributeError):
+            self.manifest = offer.decide(reply.get("ready"), target)
+        except offer.Malformed:
             raise BadTarget(f"{what}: the worker sent no usable list of functions: "
                             "fix the module") from None
         return self.manifest
