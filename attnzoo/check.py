@@ -97,6 +97,7 @@ def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment
     ``expect`` (an expectations file), expected failures do not fail the run and an expected
     failure that did not happen does.
     """
+    from functools import partial
     from types import SimpleNamespace
 
     from attnzoo.report import SCHEMA, describe_target, exit_code, summarise
@@ -144,7 +145,8 @@ def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment
                     pass
                 else:
                     subject = Subject(target, executor, dtype)
-                    findings, skipped = session.run_all(chosen, subject, battery, run, progress,
+                    findings, skipped = session.run_all(chosen, subject, battery,
+                                                        partial(run, cases=True), progress,
                                                         n * len(chosen), len(found) * len(chosen))
                     not_run += [(target, name) for name in skipped]
                     sections.append({"target": describe_target(target, dtype, seed,

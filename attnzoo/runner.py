@@ -30,9 +30,13 @@ from detectors.kit.verdict import (
 MAX_RERUNS = 64
 
 
-def run(detector, subject, battery):
-    """The detector's verdict on the subject; never raises for the implementation's sake."""
+def run(detector, subject, battery, cases=False):
+    """The detector's verdict on the subject; never raises for the implementation's sake.
+
+    With ``cases``, a flagged detector also learns which of its other cases fail and which pass
+    (``attnzoo.diagnosis.follow``, into ``finding.cases``): the verdict stays the first flag's."""
     subject.calls, subject.impl_seconds = 0, 0.0
+    subject.log, subject.flagged = ({} if cases else None), None
     notes = getattr(subject.executor, "notes", [])
     seen = len(notes)
     finding = Finding(detector.NAME, subject.name, SURVIVED)
@@ -82,6 +86,11 @@ def run(detector, subject, battery):
             f"({where.filename.rsplit('/', 1)[-1]}:{where.lineno})"
         )
     finally:
+        if cases and finding.caught:
+            from attnzoo.diagnosis.follow import follow
+
+            finding.cases = follow(detector, subject, battery, finding)
+        subject.log, subject.left_out = None, ()
         subject.parts = subject.declared = ()
         subject.current = None
         finding.unsupported = dict(subject.set_aside)
@@ -112,15 +121,16 @@ def _check(detector, subject, battery):
 
 
 def _without(battery, subject):
-    """The battery without the cases set aside so far, each list marking the case being
-    iterated on the subject (a refusal of a call derived from it sets that case aside)."""
+    """The battery without the cases set aside so far (and those ``subject.left_out``, which
+    a flagged detector already failed), each list marking the case being iterated on the subject (a refusal of a call derived from it sets that case aside)."""
     from detectors.kit.subject import Cases
 
-    if not subject.set_aside:
+    left_out = set(subject.set_aside) | set(getattr(subject, "left_out", ()))
+    if not left_out:
         return battery
     view = copy.copy(battery)
     for name in ("attention", "self_attention", "softmax"):
-        kept = [c for c in getattr(battery, name) if c.name not in subject.set_aside]
+        kept = [c for c in getattr(battery, name) if c.name not in left_out]
         setattr(view, name, Cases(subject, kept, whole=getattr(battery, name)))
     return view
 
