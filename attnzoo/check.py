@@ -100,6 +100,7 @@ def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment
     from functools import partial
     from types import SimpleNamespace
 
+    from attnzoo.diagnosis.group import diagnose
     from attnzoo.report import SCHEMA, describe_target, exit_code, summarise
     from attnzoo.runner import run
     from attnzoo.sandbox import options, session
@@ -152,7 +153,8 @@ def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment
                     sections.append({"target": describe_target(target, dtype, seed,
                                                                        executor.manifest),
                                      "findings": findings, "not_run": skipped,
-                                     "summary": summarise(findings, skipped)})
+                                     "summary": summarise(findings, skipped),
+                                     "diagnosis": diagnose([f.to_json() for f in findings])})
                     continue
             not_run += [(target, d.NAME) for d in chosen]
     except DeadlineReached:
@@ -177,7 +179,7 @@ def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment
         "target": locator,
         "depth": depth,
         "implementations": [
-            {"target": s["target"], "summary": s["summary"],
+            {"target": s["target"], "summary": s["summary"], "diagnosis": s["diagnosis"],
              "findings": [f.to_json() for f in s["findings"]], "not_run": s["not_run"]}
             for s in sections
         ],

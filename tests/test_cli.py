@@ -485,7 +485,7 @@ JSON_BUG = ("zoo/no_scaling.py", *only("known_answers", "causal_alignment",
 
 def test_json_document_shape():
     p, doc = check_json(*JSON_BUG)
-    assert doc["schema"] == "attnzoo.check/1"
+    assert doc["schema"] == "attnzoo.check/2"
     assert doc["command"] == "check"
     assert doc["target"] == "zoo/no_scaling.py"
     assert doc["exit_code"] == p.returncode == 1

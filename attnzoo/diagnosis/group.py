@@ -40,7 +40,8 @@ def diagnose(findings):
     if not pairs:
         return []
     groups = _cover(pairs, passes)
-    kept = _evidence(groups, passes, complete)
+    kept = _evidence(groups, pairs, passes, complete)
+    kept.pop(None)
     out = [_describe(f, [u for u in g if u[0] in kept[f]], passes, order)
            for f, g in groups.items() if kept[f]]
     out.sort(key=lambda g: (-len(g["cases"]), features.rank(g["feature"])))
@@ -67,15 +68,17 @@ def _cover(pairs, passes):
     return groups
 
 
-def _evidence(groups, passes, complete):
+def _evidence(groups, pairs, passes, complete):
     """feature -> the detectors whose evidence supports it (step 2), iterated to a fixpoint."""
     kept = {f: {u[0] for u in g} for f, g in groups.items()}
-    home = {(u[0], u[1]): f for f, g in groups.items() for u in g}
+    home = {(u[0], u[1]): None for u in pairs if not u[2]}  # a case with no feature: unexplained
+    home |= {(u[0], u[1]): f for f, g in groups.items() for u in g}
+    kept[None] = set()
     changed = True
     while changed:
         changed = False
         for f, dets in kept.items():
-            for d in sorted(dets):
+            for d in sorted(dets):  # a failing case of d without f must be explained elsewhere
                 others = [g for (d2, _), g in home.items() if d2 == d and g != f]
                 if any(d not in kept[g] for g in others):
                     dets.discard(d)
@@ -99,7 +102,7 @@ def _describe(feature, group, passes, order):
         without = 0
     else:
         without = sum(feature not in p for d in dets for p in passes[d])
-        sentence = (f"{where}, every one using {features.phrase(feature)}; the {without} "
+        sentence = (f"{where} all use {features.phrase(feature)}; the {without} "
                     f"case{'s' if without != 1 else ''} of those detectors without it "
                     f"pass{'' if without != 1 else 'es'}.")
     record = smallest[3]

@@ -100,12 +100,15 @@ def run_one(module, decl, dtype, seed):
             raise Skip(f"{decl.distribution} is installed but the adapter cannot load: {e}"
                        ) from None
         subject = Subject(target, executor, dtype)
-        findings = [run(d, subject, battery) for d in chosen]
+        findings = [run(d, subject, battery, cases=True) for d in chosen]
     finally:
         executor.close()
+    from attnzoo.diagnosis.group import diagnose
+
     return {
         "dtype": dtype,
         "summary": summarise(findings),
+        "diagnosis": diagnose([f.to_json() for f in findings]),
         "cases_set_aside": set_aside,
         "detectors_not_run": sorted(skipped),
         "findings": [finding(f, decl) for f in findings],
