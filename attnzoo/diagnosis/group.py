@@ -57,15 +57,19 @@ def _cover(pairs, passes):
     remaining = [u for u in pairs if u[2]]
     groups = {}
     while remaining:
-        def score(f):
-            cover = [u for u in remaining if f in u[2]]
-            dets = {u[0] for u in cover}
-            with_f = sum(f in p for d in dets for p in passes[d])
-            return (len(cover) ** 2 / (len(cover) + with_f), -features.rank(f))
-        best = max({f for u in remaining for f in u[2]}, key=score)
+        best = max({f for u in remaining for f in u[2]},
+                   key=lambda f, left=remaining: _score(f, left, passes))
         groups[best] = [u for u in remaining if best in u[2]]
         remaining = [u for u in remaining if best not in u[2]]
     return groups
+
+
+def _score(f, remaining, passes):
+    """Pairs covered, weighted by precision in their detectors; then the more specific."""
+    cover = [u for u in remaining if f in u[2]]
+    dets = {u[0] for u in cover}
+    with_f = sum(f in p for d in dets for p in passes[d])
+    return (len(cover) ** 2 / (len(cover) + with_f), -features.rank(f))
 
 
 def _evidence(groups, pairs, passes, complete):

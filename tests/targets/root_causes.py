@@ -16,6 +16,7 @@ import torch
 
 from reference.sdpa import ScaledDotProductAttention
 
+
 class FiniteFill(ScaledDotProductAttention):
     def weights(self, scores, dropout_p):
         # forbidden scores replaced by the dtype's lowest finite value, as many libraries do:
