@@ -40,6 +40,7 @@ def checked():
     ("gqa_modulo", "gqa", {"gqa_head_mapping", "matches_loop_oracle", "head_independence"}),
     ("causal_ignores_rectangular", "is_causal_rectangular",
      {"causal_alignment", "matches_loop_oracle"}),
+    ("gqa_crashes", "gqa", {"gqa_head_mapping", "matches_loop_oracle"}),
 ])
 def test_one_root_cause_is_one_group(checked, name, feature, involved):
     sections, detectors, doc, code = checked(f"{ROOT}:{name}")
@@ -148,7 +149,8 @@ def test_without_a_passing_case_lacking_it_a_feature_is_not_named():
     found = diagnose([_finding("d", {"a": ["gqa"], "b": ["gqa"]}, {"p": ["gqa"]})])
     [group] = found
     assert group["feature"] is None and group["explains"] == UNEXPLAINED
-    assert group["sentence"].startswith("No single feature explains these: 2 failing cases")
+    assert group["sentence"].startswith("No single feature explains these: 2 failing cases "
+                                        "(2 killed) in d")
 
 
 def test_a_detector_left_incomplete_alone_is_no_evidence():

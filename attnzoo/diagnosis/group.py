@@ -100,7 +100,11 @@ def _describe(feature, group, passes, order):
     smallest = min(group, key=lambda u: (u[3].get("size") is None, u[3].get("size") or 0,
                                          order.index(u[0]), u[1]))
     cases = sorted({u[1] for u in group})
-    where = f"{n} failing case{'s' if n != 1 else ''} in {', '.join(dets)}"
+    verdicts = {}
+    for u in group:
+        verdicts[u[3].get("verdict", "")] = verdicts.get(u[3].get("verdict", ""), 0) + 1
+    how = ", ".join(f"{k} {v}" for v, k in sorted(verdicts.items(), key=lambda x: -x[1]))
+    where = f"{n} failing case{'s' if n != 1 else ''} ({how}) in {', '.join(dets)}"
     if feature is None:
         sentence = f"No single feature explains these: {where}."
         without = 0

@@ -6,6 +6,7 @@ Each subclasses the reference and gets exactly one step wrong, the way real libr
 - ``gqa_modulo``: grouped-query heads shared as h mod H_kv (``repeat``) instead of h // g;
 - ``causal_ignores_rectangular``: the causal mask aligned bottom-right, which only differs
   from SDPA's top-left when L ≠ S;
+- ``gqa_crashes``: grouped-query calls, which its signature offers, raise;
 - ``two_causes``: both ``finite_fill`` and ``gqa_modulo``;
 - ``correct``: the reference itself.
 """
@@ -41,6 +42,11 @@ class CausalBottomRight(ScaledDotProductAttention):
         return bias
 
 
+class GqaCrashes(ScaledDotProductAttention):
+    def share_kv_heads(self, query, key, value):
+        raise RuntimeError("expected key and value to have as many heads as query")
+
+
 class TwoCauses(FiniteFill, GqaModulo):
     pass
 
@@ -48,5 +54,6 @@ class TwoCauses(FiniteFill, GqaModulo):
 finite_fill = FiniteFill()
 gqa_modulo = GqaModulo()
 causal_ignores_rectangular = CausalBottomRight()
+gqa_crashes = GqaCrashes()
 two_causes = TwoCauses()
 correct = ScaledDotProductAttention()
