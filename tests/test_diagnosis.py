@@ -113,7 +113,7 @@ def test_features_come_from_the_spec_and_the_arrays_not_the_name():
     by = {c.name: c for c in battery.attention}
 
     class Sent:  # the request fields the request table reads
-        kwargs, grad, gradcheck, fn, dtype = {}, None, False, "sdpa", "float64"
+        args, kwargs, grad, gradcheck, fn, dtype = (), {}, None, False, "sdpa", "float64"
 
     def of(call):
         return set(features.of(call, Sent(), "float64"))
@@ -174,3 +174,31 @@ def test_one_cause_in_two_detectors_is_one_group_and_the_smallest_case_is_shown(
     [group] = found
     assert group["feature"] == "gqa" and group["detectors"] == ["d1", "d2"]
     assert group["cases"] == ["big", "small"] and group["passing_without"] == 3
+
+
+def test_a_defect_needing_two_features_is_named_by_both():
+    # fails only where a mask meets float16: neither feature alone explains it
+    found = diagnose([_finding("d", {"a": ["any_mask", "dtype:float16"],
+                                     "b": ["any_mask", "dtype:float16", "gqa"]},
+                               {"p": ["any_mask"], "q": ["dtype:float16"], "r": []})])
+    [group] = found
+    assert group["features"] == ["dtype:float16", "any_mask"] or \
+        group["features"] == ["any_mask", "dtype:float16"]
+    assert "float16 inputs" in group["sentence"] and "together with" in group["sentence"]
+
+
+def test_a_narrower_group_joins_the_broader_one_it_refines():
+    # d1 fails every bool-mask case; d2 only those that also have an empty row: one cause
+    found = diagnose([
+        _finding("d1", {"a": ["bool_mask"], "b": ["bool_mask", "no_allowed_key"]},
+                 {"p": ["float_mask"]}),
+        _finding("d2", {"b": ["bool_mask", "no_allowed_key"], "c": ["bool_mask", "no_allowed_key"]},
+                 {"a": ["bool_mask"], "x": ["bool_mask"], "y": ["bool_mask"],
+                  "q": ["float_mask", "no_allowed_key"]}),
+    ])
+    [group] = found
+    assert group["feature"] == "bool_mask" and group["detectors"] == ["d1", "d2"]
+    assert group["refined"] == [{"features": ["no_allowed_key", "bool_mask"],
+                                 "detectors": ["d1", "d2"], "failing": 3}]
+    assert "3 of them, in d1, d2, fail only where they also use rows with no allowed key" in \
+        group["sentence"]

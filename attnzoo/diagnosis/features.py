@@ -59,6 +59,9 @@ REQUEST = (  # (name, phrase, test(request, the run's dtype)) for every request
      lambda r, d: r.grad is not None or r.gradcheck),
     ("self_attention", "the causal self-attention function",
      lambda r, d: r.fn == "causal_self_attention"),
+    ("any_mask", "a mask of any kind (attn_mask, is_causal, a lesson mask or causal "
+     "self-attention)", lambda r, d: r.fn == "causal_self_attention" or len(r.args) > 3
+     or "attn_mask" in r.kwargs or bool(r.kwargs.get("is_causal"))),
 )
 ORDER = [n for n, _, _ in SPEC] + ["dtype"] + [n for n, _, _ in REQUEST]
 PHRASES = {n: p for n, p, _ in SPEC + REQUEST}

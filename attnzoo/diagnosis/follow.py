@@ -17,7 +17,7 @@ from detectors.kit.expect import Mismatch
 from detectors.kit.verdict import HUNG, Flag, ImplementationFailure, NotApplicable, envelope
 
 DTYPES = ("float64", "float32", "float16", "bfloat16")
-MAX_FAILED = 16  # failing cases recorded per detector: at most 17 runs of a flagged one
+MAX_FAILED = 32  # failing cases recorded per detector: at most 33 runs of a flagged one
 
 
 def follow(detector, subject, battery, finding):
@@ -37,8 +37,11 @@ def follow(detector, subject, battery, finding):
         if finding.verdict == HUNG or len(failed) > MAX_FAILED:
             stopped = "a hang" if finding.verdict == HUNG else f"{MAX_FAILED} failing cases"
             break
-        if origin is None or origin in left_out:
+        if origin is None:
             stopped = f"case {key!r} is not one the battery can leave out"
+            break
+        if origin in left_out:  # it indexes the battery past what is left: nothing new to learn
+            stopped = f"case {key!r} came back after it was left out"
             break
         left_out.add(origin)
         subject.left_out, subject.log, subject.flagged = frozenset(left_out), {}, None

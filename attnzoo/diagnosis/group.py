@@ -4,10 +4,12 @@ Input: each flagged detector's per-case outcomes (``finding.cases``, see ``follo
 is one failing case of one detector, with the features the case uses (``features``).
 
 How it decides:
-1. Greedy cover. Among the features of the pairs not yet grouped, take the one that best
-   explains them: the most pairs covered, weighted by precision within the detectors involved
-   (covered / (covered + passing cases of those detectors that have the feature)); ties go to
-   the more specific feature (the order of the feature tables). Its pairs form a group; repeat.
+1. Greedy cover. Among the features of the pairs not yet grouped, and the pairs of features
+   that occur together in one case (a defect may need both: a mask *and* float16), take the
+   one that best explains them: the most pairs covered, weighted by precision within the
+   detectors involved (covered / (covered + passing cases of those detectors that have it));
+   ties go to a single feature over a pair, then to the more specific one (the order of the
+   feature tables). Its pairs form a group; repeat.
 2. Evidence. A group is attributed to its feature only when every failing case in it has the
    feature (true by construction) and the cases without it pass: in each of its detectors,
    every failing case lacking the feature belongs to another attributed group, and at least
@@ -42,9 +44,9 @@ def diagnose(findings):
     groups = _cover(pairs, passes)
     kept = _evidence(groups, pairs, passes, complete)
     kept.pop(None)
-    out = [_describe(f, [u for u in g if u[0] in kept[f]], passes, order)
-           for f, g in groups.items() if kept[f]]
-    out.sort(key=lambda g: (-len(g["cases"]), features.rank(g["feature"])))
+    found = {f: [u for u in g if u[0] in kept[f]] for f, g in groups.items() if kept[f]}
+    out = [_describe(f, g, passes, order, refined) for f, g, refined in _merged(found)]
+    out.sort(key=lambda g: (-len(g["cases"]), _rank(tuple(g["features"]))))
     lost = [u for f, g in groups.items() for u in g if u[0] not in kept[f]]
     lost += [u for u in pairs if not u[2]]
     if lost:
@@ -52,24 +54,58 @@ def diagnose(findings):
     return out
 
 
+def _has(f, feats):
+    """Does a case with features ``feats`` have ``f`` (one feature name, or a tuple of them)?"""
+    return all(x in feats for x in f)
+
+
+def _rank(f):
+    return (len(f), max(features.rank(x) for x in f))
+
+
+def _candidates(remaining):
+    """Single features, and pairs of features met together in one failing case."""
+    out = set()
+    for u in remaining:
+        names = sorted(u[2], key=features.rank)
+        out |= {(x,) for x in names}
+        out |= {(x, y) for i, x in enumerate(names) for y in names[i + 1:]}
+    return out
+
+
 def _cover(pairs, passes):
-    """feature -> its pairs, chosen greedily (step 1 of the module docstring)."""
+    """feature (a tuple of names) -> its pairs, chosen greedily (step 1 of the docstring)."""
     remaining = [u for u in pairs if u[2]]
     groups = {}
     while remaining:
-        best = max({f for u in remaining for f in u[2]},
-                   key=lambda f, left=remaining: _score(f, left, passes))
-        groups[best] = [u for u in remaining if best in u[2]]
-        remaining = [u for u in remaining if best not in u[2]]
+        best = max(_candidates(remaining), key=lambda f, left=remaining: _score(f, left, passes))
+        groups[best] = [u for u in remaining if _has(best, u[2])]
+        remaining = [u for u in remaining if not _has(best, u[2])]
     return groups
 
 
 def _score(f, remaining, passes):
-    """Pairs covered, weighted by precision in their detectors; then the more specific."""
-    cover = [u for u in remaining if f in u[2]]
+    """Pairs covered, weighted by precision in their detectors; then the simpler, the more
+    specific."""
+    cover = [u for u in remaining if _has(f, u[2])]
     dets = {u[0] for u in cover}
-    with_f = sum(f in p for d in dets for p in passes[d])
-    return (len(cover) ** 2 / (len(cover) + with_f), -features.rank(f))
+    with_f = sum(_has(f, p) for d in dets for p in passes[d])
+    return (len(cover) ** 2 / (len(cover) + with_f), tuple(-r for r in _rank(f)))
+
+
+def _merged(found):
+    """(feature, pairs, refinements): a group whose features include another group's joins it
+    (every case of both has the smaller set, so the smaller explains both), and is kept as a
+    refinement: in its detectors the cases fail only with the extra features."""
+    out = {}
+    for f in sorted(found, key=_rank):
+        into = next((g for g in out if set(g) < set(f)), None)
+        if into is None:
+            out[f] = (list(found[f]), [])
+        else:
+            out[into][0].extend(found[f])
+            out[into][1].append((f, found[f]))
+    return [(f, pairs, refined) for f, (pairs, refined) in out.items()]
 
 
 def _evidence(groups, pairs, passes, complete):
@@ -87,14 +123,15 @@ def _evidence(groups, pairs, passes, complete):
                 if any(d not in kept[g] for g in others):
                     dets.discard(d)
                     changed = True
-            if dets and not any(complete[d] and any(f not in p for p in passes[d])
+            if dets and not any(complete[d] and any(not _has(f, p) for p in passes[d])
                                 for d in dets):
                 dets.clear()
                 changed = True
     return kept
 
 
-def _describe(feature, group, passes, order):
+def _describe(feature, group, passes, order, refined=()):
+    said = " together with ".join(features.phrase(x) for x in feature or ())
     dets = sorted({u[0] for u in group}, key=order.index)
     n = len(group)
     smallest = min(group, key=lambda u: (u[3].get("size") is None, u[3].get("size") or 0,
@@ -109,18 +146,28 @@ def _describe(feature, group, passes, order):
         sentence = f"No single feature explains these: {where}."
         without = 0
     else:
-        without = sum(feature not in p for d in dets for p in passes[d])
-        sentence = (f"{where} all use {features.phrase(feature)}; the {without} "
+        without = sum(not _has(feature, p) for d in dets for p in passes[d])
+        sentence = (f"{where} all use {said}; the {without} "
                     f"case{'s' if without != 1 else ''} of those detectors without it "
-                    f"pass{'' if without != 1 else 'es'}.")
+                    f"pass{'' if without != 1 else 'es'}")
+        for f, pairs in refined:
+            extra = " together with ".join(features.phrase(x) for x in f if x not in feature)
+            dets_f = sorted({u[0] for u in pairs}, key=order.index)
+            sentence += (f"; {len(pairs)} of them, in {', '.join(dets_f)}, fail only where they "
+                         f"also use {extra}")
+        sentence += "."
     record = smallest[3]
     return {
-        "feature": feature,
-        "explains": features.phrase(feature) if feature else UNEXPLAINED,
+        "feature": "+".join(feature) if feature else None,
+        "features": list(feature or ()),
+        "explains": said if feature else UNEXPLAINED,
         "sentence": sentence,
         "detectors": dets,
         "cases": cases,
         "failing": n,
+        "refined": [{"features": list(f), "detectors": sorted({u[0] for u in pairs},
+                                                               key=order.index),
+                     "failing": len(pairs)} for f, pairs in refined],
         "passing_without": without,
         "smallest": {"detector": smallest[0], "case": smallest[1],
                      "verdict": record.get("verdict", ""), "call": record.get("call", ""),
