@@ -53,7 +53,9 @@ SUMMARY_KEYS = {"detectors", "passed", "flagged", "killed", "nan", "crashed", "h
                 "not_applicable", "unsupported", "cases_unsupported", "errors", "not_run",
                 "conformant", "seconds", "impl_seconds", "calls"}
 FINDING_KEYS = {"detector", "target", "verdict", "message", "evidence", "calls", "seconds",
-                "impl_seconds", "notes", "unsupported"}
+                "impl_seconds", "notes", "unsupported", "cases"}
+DIAGNOSIS_KEYS = {"feature", "features", "explains", "sentence", "detectors", "cases", "failing",
+                  "refined", "passing_without", "smallest"}
 EVIDENCE_KEYS = {"call", "case", "index", "expected", "actual", "snippet"}
 
 
@@ -531,6 +533,9 @@ def test_json_document_shape():
                 assert f"expected {ev['expected']}, got {ev['actual']}" in f["message"]
             else:
                 assert f["evidence"] is None
+        flagged = {f["detector"] for f in impl["findings"] if f["verdict"] in FLAGGED}
+        assert {d for g in impl["diagnosis"] for d in g["detectors"]} == flagged
+        assert all(set(g) == DIAGNOSIS_KEYS for g in impl["diagnosis"])
     for key, value in total.items():
         assert doc["summary"][key] == value
     assert {"killed", "n/a"} <= {f["verdict"] for f in findings(doc)}
@@ -582,7 +587,7 @@ def test_flagged_snippets_reproduce_the_call():
 def test_docs_name_every_json_field():
     _, doc = check_json(*JSON_BUG)
     text = (REPO / "docs" / "check-json.md").read_text(encoding="utf-8")
-    keys = set(doc) | SUMMARY_KEYS | TARGET_KEYS | FINDING_KEYS | EVIDENCE_KEYS
+    keys = set(doc) | SUMMARY_KEYS | TARGET_KEYS | FINDING_KEYS | EVIDENCE_KEYS | DIAGNOSIS_KEYS
     missing = sorted(k for k in keys if f"`{k}`" not in text)
     assert not missing, f"docs/check-json.md does not document {missing}"
     assert all(f"`{v}`" in text for v in VERDICTS)

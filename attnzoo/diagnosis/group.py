@@ -16,6 +16,9 @@ How it decides:
    one detector of the group ran to the end and passed a case without the feature. A detector
    that breaks this leaves the group (iterated to a fixpoint); what is left unattributed goes
    to one group that says "no single feature explains these", never to a guessed cause.
+3. Refinement. A group whose features include another attributed group's joins that one (all
+   their cases have the smaller set, so it explains both) and is listed as a refinement: in its
+   detectors, the cases fail only where they have the extra feature too.
 """
 
 from attnzoo.diagnosis import features

@@ -87,7 +87,8 @@ class Finding:
             "impl_seconds": round(self.impl_seconds, 6),
             "notes": list(self.notes),
             "unsupported": dict(self.unsupported),
-        } | ({"cases": self.cases} if self.cases else {})
+            "cases": dict(self.cases),
+        }
 
 
 class Flag(Exception):
