@@ -56,3 +56,10 @@ def test_unexplained_failures_are_said_so_and_an_old_document_keeps_its_layout(t
     json_path, md_path = write(recorded(), tmp_path)
     assert json.loads(json_path.read_text(encoding="utf-8")) == recorded()
     assert md_path.read_text(encoding="utf-8") == markdown(recorded())
+
+
+def test_the_command_line_summary_counts_root_causes():
+    from attnzoo.survey.run import line
+
+    row = recorded()["implementations"][0]
+    assert "3 flagged (3 killed) from 2 root causes" in line(row)

@@ -130,6 +130,8 @@ def line(row):
     for r in row["runs"]:
         s = r["summary"]
         detail = ", ".join(f"{s[k]} {k}" for k in ("killed", "nan", "crashed", "hung") if s[k])
+        causes = sum(1 for g in r.get("diagnosis", ()) if g["feature"])
         parts.append(f"{r['dtype']}: {s['flagged']} flagged" + (f" ({detail})" if detail else "")
-                     + f", {s['passed']} ok, {s['not_applicable']} n/a")
+                     + (f" from {causes} root cause{'s' if causes != 1 else ''}" if causes
+                        else "") + f", {s['passed']} ok, {s['not_applicable']} n/a")
     return f"{head} " + "; ".join(parts)
