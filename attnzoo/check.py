@@ -100,6 +100,7 @@ def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment
     from functools import partial
     from types import SimpleNamespace
 
+    from attnzoo.diagnosis.follow import lighten
     from attnzoo.diagnosis.group import diagnose
     from attnzoo.report import SCHEMA, describe_target, exit_code, summarise
     from attnzoo.runner import run
@@ -149,12 +150,14 @@ def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment
                     findings, skipped = session.run_all(chosen, subject, battery,
                                                         partial(run, cases=True), progress,
                                                         n * len(chosen), len(found) * len(chosen))
+                    diagnosis = diagnose([f.to_json() for f in findings])
+                    lighten(findings)
                     not_run += [(target, name) for name in skipped]
                     sections.append({"target": describe_target(target, dtype, seed,
                                                                        executor.manifest),
                                      "findings": findings, "not_run": skipped,
                                      "summary": summarise(findings, skipped),
-                                     "diagnosis": diagnose([f.to_json() for f in findings])})
+                                     "diagnosis": diagnosis})
                     continue
             not_run += [(target, d.NAME) for d in chosen]
     except DeadlineReached:

@@ -109,3 +109,11 @@ def _origin(key, battery):
     names = [c.name for c in battery.attention + battery.self_attention + battery.softmax]
     found = [n for n in names if name == n or name.startswith((n + " ", n + ","))]
     return max(found, key=len, default=None)
+
+
+def lighten(findings):
+    """Drop the failing cases' reproductions once the diagnosis has kept its smallest ones: a
+    reproduction of a standard-depth case prints every input, tens of kB each."""
+    for f in findings:
+        for record in (f.cases or {}).get("failed", {}).values():
+            record.pop("snippet", None)

@@ -103,12 +103,15 @@ def run_one(module, decl, dtype, seed):
         findings = [run(d, subject, battery, cases=True) for d in chosen]
     finally:
         executor.close()
+    from attnzoo.diagnosis.follow import lighten
     from attnzoo.diagnosis.group import diagnose
 
+    diagnosis = diagnose([f.to_json() for f in findings])
+    lighten(findings)
     return {
         "dtype": dtype,
         "summary": summarise(findings),
-        "diagnosis": diagnose([f.to_json() for f in findings]),
+        "diagnosis": diagnosis,
         "cases_set_aside": set_aside,
         "detectors_not_run": sorted(skipped),
         "findings": [finding(f, decl) for f in findings],
