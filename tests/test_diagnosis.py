@@ -202,3 +202,14 @@ def test_a_narrower_group_joins_the_broader_one_it_refines():
                                  "detectors": ["d1", "d2"], "failing": 3}]
     assert "3 of them, in d1, d2, fail only where they also use rows with no allowed key" in \
         group["sentence"]
+
+
+def test_check_without_following_has_no_diagnosis_and_the_same_verdict(checked):
+    sections, _, doc, code = run_check(f"{ROOT}:finite_fill", only=["empty_rows_are_zero"],
+                                       depth="quick", follow=False)
+    [finding] = sections[0]["findings"]
+    followed = {f.detector: f for f in checked(f"{ROOT}:finite_fill")[0][0]["findings"]}
+    assert finding.message == followed["empty_rows_are_zero"].message
+    assert finding.cases == {} and sections[0]["diagnosis"] == [] == \
+        doc["implementations"][0]["diagnosis"]
+    assert code == 1
