@@ -88,18 +88,19 @@ def targets(executor, locator, backend, **declared):
 def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment="top-left",
               device="cpu", dtype="float64", seed=0, timeout=None, import_timeout=30.0,
               warmup=None, deadline=None, only=None, expect=None, depth="standard",
-              unsupported="", refuses=(), follow=True):
+              unsupported="", refuses=(), shrink=True, follow=True):
     """Run the chosen detectors on every implementation the locator names.
 
     Returns (sections, detectors by name, the JSON document, the exit code); a section has
     target, findings, the detectors the deadline left unrun, and summary. A run cut short by
     ``deadline`` with nothing flagged exits 2: a partial report is never "conformant". With
     ``expect`` (an expectations file), expected failures do not fail the run and an expected
-    failure that did not happen does. ``follow=False`` skips learning every case's outcome
-    of a flagged detector (``attnzoo.diagnosis.follow``): no diagnosis, the cost it saves is
-    what ``python -m attnzoo.devtools.follow_cost`` measures.
+    failure that did not happen does. With ``shrink``, each flagged attention case is also
+    shrunk to the smallest case found that still fails (attnzoo.shrink). ``follow=False``
+    skips learning every case's outcome of a flagged detector (``attnzoo.diagnosis.follow``):
+    no diagnosis; the cost it saves is what ``python -m attnzoo.devtools.follow_cost`` measures.
     """
-    from functools import partial
+    import functools
     from types import SimpleNamespace
 
     from attnzoo.diagnosis.follow import lighten
@@ -149,8 +150,11 @@ def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment
                     pass
                 else:
                     subject = Subject(target, executor, dtype)
+                    subject.progress = progress
                     findings, skipped = session.run_all(chosen, subject, battery,
-                                                        partial(run, cases=follow), progress,
+                                                        functools.partial(run, shrink=shrink,
+                                                                          cases=follow),
+                                                        progress,
                                                         n * len(chosen), len(found) * len(chosen))
                     diagnosis = diagnose([f.to_json() for f in findings]) if follow else []
                     lighten(findings)

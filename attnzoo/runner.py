@@ -30,16 +30,18 @@ from detectors.kit.verdict import (
 MAX_RERUNS = 64
 
 
-def run(detector, subject, battery, cases=False):
+def run(detector, subject, battery, shrink=False, cases=False):
     """The detector's verdict on the subject; never raises for the implementation's sake.
-
-    With ``cases``, a flagged detector also learns which of its other cases fail and which pass
+    With ``shrink``, a flagged attention case is shrunk to a smaller one that still fails
+    (attnzoo.shrink), added to the evidence; the verdict is decided before and stays. With
+    ``cases``, a flagged detector also learns which of its other cases fail and which pass
     (``attnzoo.diagnosis.follow``, into ``finding.cases``): the verdict stays the first flag's."""
     subject.calls, subject.impl_seconds = 0, 0.0
     subject.log, subject.flagged = ({} if cases else None), None
     notes = getattr(subject.executor, "notes", [])
     seen = len(notes)
     finding = Finding(detector.NAME, subject.name, SURVIVED)
+    first = None  # the first failing case's key, when per-case outcomes are asked for
     start = time.perf_counter()
     try:
         needs = getattr(detector, "NEEDS", Needs())
@@ -66,6 +68,12 @@ def run(detector, subject, battery, cases=False):
             flag = Flag(flag, subject.evidence(sent, index=flag.index))
         finding.verdict, finding.evidence = flag.verdict, flag.evidence
         finding.message = envelope(detector.NAME, flag.text, flag.evidence.call)
+        first = _first(subject, cases)  # before shrinking, which makes calls of its own
+        if shrink:
+            from attnzoo.shrink import smallest
+
+            flag.evidence.shrunk = smallest(detector, subject, battery, flag.evidence.case,
+                                            flag.verdict)
     except ImplementationFailure as failure:
         finding.verdict = failure.verdict
         call = subject.last
@@ -76,6 +84,12 @@ def run(detector, subject, battery, cases=False):
         )
         finding.message = envelope(detector.NAME, f"expected an answer, got {failure.what}",
                                    described)
+        first = _first(subject, cases)
+        if shrink:
+            from attnzoo.shrink import smallest
+
+            finding.evidence.shrunk = smallest(detector, subject, battery, subject.current,
+                                               failure.verdict, failure.what)
     except NotApplicable as reason:
         finding.verdict, finding.message = NA, f"[{detector.NAME}] n/a: {reason}"
     except Exception as e:  # noqa: BLE001 - a detector bug is reported, never counted as a kill
@@ -89,7 +103,7 @@ def run(detector, subject, battery, cases=False):
         if cases and finding.caught:
             from attnzoo.diagnosis.follow import follow
 
-            finding.cases = follow(detector, subject, battery, finding)
+            finding.cases = follow(detector, subject, battery, finding, first)
         subject.log, subject.left_out = None, ()
         subject.parts = subject.declared = ()
         subject.current = None
@@ -98,6 +112,15 @@ def run(detector, subject, battery, cases=False):
     finding.calls, finding.impl_seconds = subject.calls, subject.impl_seconds
     finding.notes = list(notes[seen:])  # what the implementation did during this detector
     return finding
+
+
+def _first(subject, cases):
+    """The key of the case that just failed, when per-case outcomes are asked for."""
+    if not cases:
+        return None
+    from attnzoo.diagnosis.follow import failed_key
+
+    return failed_key(subject)
 
 
 def _check(detector, subject, battery):

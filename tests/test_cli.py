@@ -56,7 +56,9 @@ FINDING_KEYS = {"detector", "target", "verdict", "message", "evidence", "calls",
                 "impl_seconds", "notes", "unsupported", "cases"}
 DIAGNOSIS_KEYS = {"feature", "features", "explains", "sentence", "detectors", "cases", "failing",
                   "refined", "passing_without", "smallest"}
-EVIDENCE_KEYS = {"call", "case", "index", "expected", "actual", "snippet"}
+EVIDENCE_KEYS = {"call", "case", "index", "expected", "actual", "snippet", "shrunk"}
+SHRUNK_KEYS = {"case", "from", "to", "sizes", "attempts", "cap", "message", "call", "snippet",
+               "skipped"}
 
 
 @dataclass(frozen=True)
@@ -587,7 +589,8 @@ def test_flagged_snippets_reproduce_the_call():
 def test_docs_name_every_json_field():
     _, doc = check_json(*JSON_BUG)
     text = (REPO / "docs" / "check-json.md").read_text(encoding="utf-8")
-    keys = set(doc) | SUMMARY_KEYS | TARGET_KEYS | FINDING_KEYS | EVIDENCE_KEYS | DIAGNOSIS_KEYS
+    keys = set(doc) | SUMMARY_KEYS | TARGET_KEYS | FINDING_KEYS | EVIDENCE_KEYS | SHRUNK_KEYS \
+        | DIAGNOSIS_KEYS
     missing = sorted(k for k in keys if f"`{k}`" not in text)
     assert not missing, f"docs/check-json.md does not document {missing}"
     assert all(f"`{v}`" in text for v in VERDICTS)

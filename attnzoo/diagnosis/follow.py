@@ -20,15 +20,17 @@ DTYPES = ("float64", "float32", "float16", "bfloat16")
 MAX_FAILED = 32  # failing cases recorded per detector: at most 33 runs of a flagged one
 
 
-def follow(detector, subject, battery, finding):
+def follow(detector, subject, battery, finding, first=None):
     """``{"failed": {key: record}, "passed": {key: record}, "complete": bool, "stopped": why}``
     where a record has the case's features, size and, when failed, its verdict, call, message
-    and reproduction; ``complete`` means every case the detector runs has an outcome."""
+    and reproduction; ``complete`` means every case the detector runs has an outcome.
+    ``first`` is the key of the case the finding failed on (``failed_key``, taken before any
+    other call)."""
     from attnzoo.runner import _check
     from attnzoo.sandbox.executor import DeadlineReached
 
     sent = dict(subject.log or {})
-    key = _failed_key(subject)
+    key = first or failed_key(subject)
     failed = {key: _failure(finding.verdict, finding.message, finding.evidence)}
     passed, stopped = {}, ""
     left_out = set()
@@ -51,10 +53,10 @@ def follow(detector, subject, battery, finding):
                 passed = {k: {} for k in subject.log}
             stopped = "held" if passed else "no case left"
         except (Flag, Mismatch) as flag:
-            key = _failed_key(subject)
+            key = failed_key(subject)
             failed[key] = _from_flag(detector, subject, flag)
         except ImplementationFailure as failure:
-            key = _failed_key(subject)
+            key = failed_key(subject)
             failed[key] = _failure(failure.verdict, envelope(detector.NAME, f"expected an answer"
                                    f", got {failure.what}", failure.call), None)
             if failure.verdict == HUNG:
@@ -75,7 +77,7 @@ def follow(detector, subject, battery, finding):
             "stopped": stopped}
 
 
-def _failed_key(subject):
+def failed_key(subject):
     """The case that just failed: the one named by the failed relation, else the last call's."""
     if subject.flagged is not None:
         return subject.flagged

@@ -49,6 +49,7 @@ class Subject:
         self.pad = False  # send E != Ev calls as their E == Ev twin (zero-padded, cropped)
         self.pad_for = None  # the case whose refusal made the subject try twins
         self.stopped = None  # the case a detector could not route around (set by the runner)
+        self.progress = None  # told each case a detector iterates: .case(done, total, name)
         self.base_dtype = dtype  # the run's dtype: a case sent at another is named for it
         self.log = None  # case key -> (call, request) of what was sent, when the runner asks
         self.flagged = None  # the case key of the last failed relation
@@ -367,10 +368,15 @@ class Cases(list):
         self.subject, self.whole = subject, whole  # whole: before cases were set aside
 
     def __iter__(self):
-        for c in super().__iter__():
+        progress, n = self.subject.progress, len(self)
+        for i, c in enumerate(super().__iter__()):
             self.subject.current = c.name
+            if progress is not None:
+                progress.case(i, n, c.name)
             yield c
         self.subject.current = None
+        if progress is not None:
+            progress.case(n, n)
 
     def __getitem__(self, i):
         if not self and self.whole and not isinstance(i, slice):
@@ -414,41 +420,39 @@ def _unfold(a, shape):
 
 
 def snippet(target, requests, relation=""):
-    """Python that loads the target and repeats the calls with the same inputs."""
+    """Python that loads the target and repeats the calls with the same inputs: small arrays
+    as literals, battery arrays redrawn from their seeded stream, derived ones as derivations
+    (detectors.kit.reproduce), each cast at the call to the dtype the request was sent in."""
+    from detectors.kit.reproduce import Builder
+
     torch = target.backend == "torch"
-    lines = ["import numpy as np"] + (["import torch"] if torch else [])
-    lines += ["from attnzoo.sandbox.target import load", f"impl = load({target.locator!r})"]
-    names = {}
+    head = ["import numpy as np"] + (["import torch"] if torch else [])
+    head += ["from attnzoo.sandbox.target import load", f"impl = load({target.locator!r})"]
+    built, calls = Builder(), []
     for n, request in enumerate(requests, 1):
         arg_names = ARG_NAMES[request.fn]
         parts = []
         for name, a in list(zip(arg_names, request.args)) + list(request.kwargs.items()):
             if isinstance(a, np.ndarray):
-                var = names.get(id(a))
-                if var is None:
-                    var = f"{name}{len(names) + 1}"
-                    names[id(a)] = var
-                    lines.append(f"{var} = {_literal(a, request.dtype, torch, target.device)}")
+                var = _cast(built.name(a, name), a, request.dtype, torch, target.device)
                 parts.append(var if name in arg_names else f"{name}={var}")
             else:
                 parts.append(repr(a) if name in arg_names else f"{name}={a!r}")
         fn = "impl" if request.fn == "sdpa" else f"impl.{request.fn}"
-        lines.append(f"r{n} = {fn}({', '.join(parts)})")
+        if request.seed is not None:
+            calls.append((f"torch.manual_seed({request.seed}); " if torch else "")
+                         + f"np.random.seed({request.seed})")
+        calls.append(f"r{n} = {fn}({', '.join(parts)})")
+    lines = head + built.lines + calls
     if relation:
         lines.append(f"# {relation}")
     return "\n".join(lines)
 
 
-def _number(x):
-    x = float(x)
-    return repr(x) if np.isfinite(x) else f'float("{x}")'
-
-
-def _literal(a, dtype, torch, device):
-    body = np.array2string(a, separator=", ", threshold=10**6, max_line_width=10**6,
-                           formatter=None if a.dtype == bool else {"float_kind": _number})
-    kind = "bool" if a.dtype == bool else dtype
+def _cast(var, a, dtype, torch, device):
+    """The argument as the request sent it: ``var`` (float64 or bool) in ``dtype``."""
     if not torch:
-        return f"np.array({body}, dtype=np.{kind})" if kind != "bool" else f"np.array({body})"
+        return var if a.dtype == bool or dtype == "float64" else f"{var}.astype(np.{dtype})"
     on = f", device={device!r}" if device != "cpu" else ""
-    return f"torch.tensor({body}, dtype=torch.{kind}{on})"
+    kind = "" if a.dtype == bool else f", dtype=torch.{dtype}"
+    return f"torch.tensor({var}{kind}{on})"
