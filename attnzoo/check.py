@@ -88,7 +88,7 @@ def targets(executor, locator, backend, **declared):
 def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment="top-left",
               device="cpu", dtype="float64", seed=0, timeout=None, import_timeout=30.0,
               warmup=None, deadline=None, only=None, expect=None, depth="standard",
-              unsupported="", refuses=(), shrink=True):
+              unsupported="", refuses=(), shrink=True, follow=True):
     """Run the chosen detectors on every implementation the locator names.
 
     Returns (sections, detectors by name, the JSON document, the exit code); a section has
@@ -96,11 +96,15 @@ def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment
     ``deadline`` with nothing flagged exits 2: a partial report is never "conformant". With
     ``expect`` (an expectations file), expected failures do not fail the run and an expected
     failure that did not happen does. With ``shrink``, each flagged attention case is also
-    shrunk to the smallest case found that still fails (attnzoo.shrink).
+    shrunk to the smallest case found that still fails (attnzoo.shrink). ``follow=False``
+    skips learning every case's outcome of a flagged detector (``attnzoo.diagnosis.follow``):
+    no diagnosis; the cost it saves is what ``python -m attnzoo.devtools.follow_cost`` measures.
     """
     import functools
     from types import SimpleNamespace
 
+    from attnzoo.diagnosis.follow import lighten
+    from attnzoo.diagnosis.group import diagnose
     from attnzoo.report import SCHEMA, describe_target, exit_code, summarise
     from attnzoo.runner import run
     from attnzoo.sandbox import options, session
@@ -148,14 +152,18 @@ def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment
                     subject = Subject(target, executor, dtype)
                     subject.progress = progress
                     findings, skipped = session.run_all(chosen, subject, battery,
-                                                        functools.partial(run, shrink=shrink),
+                                                        functools.partial(run, shrink=shrink,
+                                                                          cases=follow),
                                                         progress,
                                                         n * len(chosen), len(found) * len(chosen))
+                    diagnosis = diagnose([f.to_json() for f in findings]) if follow else []
+                    lighten(findings)
                     not_run += [(target, name) for name in skipped]
                     sections.append({"target": describe_target(target, dtype, seed,
                                                                        executor.manifest),
                                      "findings": findings, "not_run": skipped,
-                                     "summary": summarise(findings, skipped)})
+                                     "summary": summarise(findings, skipped),
+                                     "diagnosis": diagnosis})
                     continue
             not_run += [(target, d.NAME) for d in chosen]
     except DeadlineReached:
@@ -180,7 +188,7 @@ def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment
         "target": locator,
         "depth": depth,
         "implementations": [
-            {"target": s["target"], "summary": s["summary"],
+            {"target": s["target"], "summary": s["summary"], "diagnosis": s["diagnosis"],
              "findings": [f.to_json() for f in s["findings"]], "not_run": s["not_run"]}
             for s in sections
         ],

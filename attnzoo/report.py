@@ -17,7 +17,7 @@ from detectors.kit.verdict import (
     UNSUPPORTED,
 )
 
-SCHEMA = "attnzoo.check/1"
+SCHEMA = "attnzoo.check/2"  # 2: per-implementation "diagnosis", per-finding "cases"
 WORDS = {name: v.word for name, v in VERDICTS.items()}
 
 
@@ -79,6 +79,7 @@ def text(section, detectors, verbose=False):
         lines.append(f"  declared unsupported: {', '.join(t['unsupported'])}")
     if t.get("refuses"):
         lines.append(f"  refusals it names: {'; '.join(repr(r) for r in t['refuses'])}")
+    lines += diagnosis_lines(section.get("diagnosis") or [])
     width = max((len(f.detector) for f in section["findings"]), default=0)
     for f in section["findings"]:
         prop = getattr(detectors.get(f.detector), "PROPERTY", "")
@@ -123,6 +124,23 @@ def text(section, detectors, verbose=False):
         verdict = "conformant" if s["conformant"] else "NOT conformant"
     lines.append(f"summary: {', '.join(parts)} in {s['seconds']:.1f} s — {verdict}")
     return "\n".join(lines)
+
+
+def diagnosis_lines(groups):
+    """The report's opening: one root cause per group, its sentence and its smallest case."""
+    if not groups:
+        return []
+    n = sum(1 for g in groups if g["feature"])
+    lines = [f"diagnosis: {n} root cause{'s' if n != 1 else ''}"
+             + (" and failures no single feature explains" if n < len(groups) else "")
+             + " (per-detector detail below)"]
+    for i, g in enumerate(groups, 1):
+        lines.append(f"  {i}. {g['sentence']}")
+        s = g["smallest"]
+        lines.append(f"     smallest: case {s['case']} ({s['detector']}, {s['verdict']}): "
+                     f"{s['call']}")
+    lines.append("detectors:")
+    return lines
 
 
 def shrunk_lines(shrunk):

@@ -30,14 +30,18 @@ from detectors.kit.verdict import (
 MAX_RERUNS = 64
 
 
-def run(detector, subject, battery, shrink=False):
+def run(detector, subject, battery, shrink=False, cases=False):
     """The detector's verdict on the subject; never raises for the implementation's sake.
     With ``shrink``, a flagged attention case is shrunk to a smaller one that still fails
-    (attnzoo.shrink), added to the evidence; the verdict is decided before and stays."""
+    (attnzoo.shrink), added to the evidence; the verdict is decided before and stays. With
+    ``cases``, a flagged detector also learns which of its other cases fail and which pass
+    (``attnzoo.diagnosis.follow``, into ``finding.cases``): the verdict stays the first flag's."""
     subject.calls, subject.impl_seconds = 0, 0.0
+    subject.log, subject.flagged = ({} if cases else None), None
     notes = getattr(subject.executor, "notes", [])
     seen = len(notes)
     finding = Finding(detector.NAME, subject.name, SURVIVED)
+    first = None  # the first failing case's key, when per-case outcomes are asked for
     start = time.perf_counter()
     try:
         needs = getattr(detector, "NEEDS", Needs())
@@ -64,6 +68,7 @@ def run(detector, subject, battery, shrink=False):
             flag = Flag(flag, subject.evidence(sent, index=flag.index))
         finding.verdict, finding.evidence = flag.verdict, flag.evidence
         finding.message = envelope(detector.NAME, flag.text, flag.evidence.call)
+        first = _first(subject, cases)  # before shrinking, which makes calls of its own
         if shrink:
             from attnzoo.shrink import smallest
 
@@ -79,6 +84,7 @@ def run(detector, subject, battery, shrink=False):
         )
         finding.message = envelope(detector.NAME, f"expected an answer, got {failure.what}",
                                    described)
+        first = _first(subject, cases)
         if shrink:
             from attnzoo.shrink import smallest
 
@@ -94,6 +100,11 @@ def run(detector, subject, battery, shrink=False):
             f"({where.filename.rsplit('/', 1)[-1]}:{where.lineno})"
         )
     finally:
+        if cases and finding.caught:
+            from attnzoo.diagnosis.follow import follow
+
+            finding.cases = follow(detector, subject, battery, finding, first)
+        subject.log, subject.left_out = None, ()
         subject.parts = subject.declared = ()
         subject.current = None
         finding.unsupported = dict(subject.set_aside)
@@ -101,6 +112,15 @@ def run(detector, subject, battery, shrink=False):
     finding.calls, finding.impl_seconds = subject.calls, subject.impl_seconds
     finding.notes = list(notes[seen:])  # what the implementation did during this detector
     return finding
+
+
+def _first(subject, cases):
+    """The key of the case that just failed, when per-case outcomes are asked for."""
+    if not cases:
+        return None
+    from attnzoo.diagnosis.follow import failed_key
+
+    return failed_key(subject)
 
 
 def _check(detector, subject, battery):
@@ -124,15 +144,17 @@ def _check(detector, subject, battery):
 
 
 def _without(battery, subject):
-    """The battery without the cases set aside so far, each list marking the case being
-    iterated on the subject (a refusal of a call derived from it sets that case aside)."""
+    """The battery without the cases set aside so far (and those ``subject.left_out``, which
+    a flagged detector already failed), each list marking the case being iterated on the
+    subject (a refusal of a call derived from it sets that case aside)."""
     from detectors.kit.subject import Cases
 
-    if not subject.set_aside:
+    left_out = set(subject.set_aside) | set(getattr(subject, "left_out", ()))
+    if not left_out:
         return battery
     view = copy.copy(battery)
     for name in ("attention", "self_attention", "softmax"):
-        kept = [c for c in getattr(battery, name) if c.name not in subject.set_aside]
+        kept = [c for c in getattr(battery, name) if c.name not in left_out]
         setattr(view, name, Cases(subject, kept, whole=getattr(battery, name)))
     return view
 

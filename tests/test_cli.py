@@ -53,7 +53,9 @@ SUMMARY_KEYS = {"detectors", "passed", "flagged", "killed", "nan", "crashed", "h
                 "not_applicable", "unsupported", "cases_unsupported", "errors", "not_run",
                 "conformant", "seconds", "impl_seconds", "calls"}
 FINDING_KEYS = {"detector", "target", "verdict", "message", "evidence", "calls", "seconds",
-                "impl_seconds", "notes", "unsupported"}
+                "impl_seconds", "notes", "unsupported", "cases"}
+DIAGNOSIS_KEYS = {"feature", "features", "explains", "sentence", "detectors", "cases", "failing",
+                  "refined", "passing_without", "smallest"}
 EVIDENCE_KEYS = {"call", "case", "index", "expected", "actual", "snippet", "shrunk"}
 SHRUNK_KEYS = {"case", "from", "to", "sizes", "attempts", "cap", "message", "call", "snippet",
                "skipped"}
@@ -490,7 +492,7 @@ JSON_BUG = ("zoo/no_scaling.py", *only("known_answers", "causal_alignment",
 
 def test_json_document_shape():
     p, doc = check_json(*JSON_BUG)
-    assert doc["schema"] == "attnzoo.check/1"
+    assert doc["schema"] == "attnzoo.check/2"
     assert doc["command"] == "check"
     assert doc["target"] == "zoo/no_scaling.py"
     assert doc["exit_code"] == p.returncode == 1
@@ -536,6 +538,9 @@ def test_json_document_shape():
                 assert f"expected {ev['expected']}, got {ev['actual']}" in f["message"]
             else:
                 assert f["evidence"] is None
+        flagged = {f["detector"] for f in impl["findings"] if f["verdict"] in FLAGGED}
+        assert {d for g in impl["diagnosis"] for d in g["detectors"]} == flagged
+        assert all(set(g) == DIAGNOSIS_KEYS for g in impl["diagnosis"])
     for key, value in total.items():
         assert doc["summary"][key] == value
     assert {"killed", "n/a"} <= {f["verdict"] for f in findings(doc)}
@@ -587,7 +592,8 @@ def test_flagged_snippets_reproduce_the_call():
 def test_docs_name_every_json_field():
     _, doc = check_json(*JSON_BUG)
     text = (REPO / "docs" / "check-json.md").read_text(encoding="utf-8")
-    keys = set(doc) | SUMMARY_KEYS | TARGET_KEYS | FINDING_KEYS | EVIDENCE_KEYS | SHRUNK_KEYS
+    keys = set(doc) | SUMMARY_KEYS | TARGET_KEYS | FINDING_KEYS | EVIDENCE_KEYS | SHRUNK_KEYS \
+        | DIAGNOSIS_KEYS
     missing = sorted(k for k in keys if f"`{k}`" not in text)
     assert not missing, f"docs/check-json.md does not document {missing}"
     assert all(f"`{v}`" in text for v in VERDICTS)

@@ -100,12 +100,18 @@ def run_one(module, decl, dtype, seed):
             raise Skip(f"{decl.distribution} is installed but the adapter cannot load: {e}"
                        ) from None
         subject = Subject(target, executor, dtype)
-        findings = [run(d, subject, battery) for d in chosen]
+        findings = [run(d, subject, battery, cases=True) for d in chosen]
     finally:
         executor.close()
+    from attnzoo.diagnosis.follow import lighten
+    from attnzoo.diagnosis.group import diagnose
+
+    diagnosis = diagnose([f.to_json() for f in findings])
+    lighten(findings)
     return {
         "dtype": dtype,
         "summary": summarise(findings),
+        "diagnosis": diagnosis,
         "cases_set_aside": set_aside,
         "detectors_not_run": sorted(skipped),
         "findings": [finding(f, decl) for f in findings],
@@ -127,6 +133,8 @@ def line(row):
     for r in row["runs"]:
         s = r["summary"]
         detail = ", ".join(f"{s[k]} {k}" for k in ("killed", "nan", "crashed", "hung") if s[k])
+        causes = sum(1 for g in r.get("diagnosis", ()) if g["feature"])
         parts.append(f"{r['dtype']}: {s['flagged']} flagged" + (f" ({detail})" if detail else "")
-                     + f", {s['passed']} ok, {s['not_applicable']} n/a")
+                     + (f" from {causes} root cause{'s' if causes != 1 else ''}" if causes
+                        else "") + f", {s['passed']} ok, {s['not_applicable']} n/a")
     return f"{head} " + "; ".join(parts)

@@ -1,8 +1,10 @@
 """docs/survey.json and docs/survey.md from the survey document.
 
 The markdown opens with one row per implementation and version, then each implementation's
-declared limits and every flagged detector with the smallest failing call and a reproduction,
-so a finding can be filed upstream as it stands.
+declared limits and its findings by root cause (``attnzoo.diagnosis``): one per feature the
+failing cases share, with the smallest reproducing call and its reproduction, so a finding can
+be filed upstream as it stands; the flagged detectors follow as detail. A run recorded before
+the diagnosis existed lists the flagged detectors with their reproductions, as it did.
 """
 
 import json
@@ -80,6 +82,12 @@ def section(row):
         flagged = [f for f in run["findings"] if f["verdict"] in FLAGGED]
         if not flagged:
             out.append("No detector flagged it.")
+        if run.get("diagnosis"):
+            out += root_causes(row, run)
+            out += ["", "Flagged detectors (detail):", ""]
+            out += [f"- **{f['detector']}** ({'refused' if f['refusal'] else f['verdict']}): "
+                    f"{f['message']}" for f in flagged]
+            continue
         for f in flagged:
             kind = "refused" if f["refusal"] else f["verdict"]
             out += ["", f"- **{f['detector']}** ({kind}): {f['message']}"]
@@ -92,3 +100,25 @@ def section(row):
                 continue
             out += ["", "  ```python"] + [f"  {s}" for s in snippet] + ["  ```"]
     return out + [""]
+
+
+def root_causes(row, run):
+    """One entry per root cause, written to be filed upstream as it stands."""
+    groups = run["diagnosis"]
+    n = sum(1 for g in groups if g["feature"])
+    out = [f"Findings by root cause: {n}" + (" and failures no single feature explains"
+                                             if n < len(groups) else "") + "."]
+    for i, g in enumerate(groups, 1):
+        s = g["smallest"]
+        title = g["explains"] if g["feature"] else g["explains"].capitalize()
+        out += ["", f"#### {i}. {row['name']} {row['version']} at {run['dtype']}: {title}", "",
+                g["sentence"], "",
+                f"Smallest reproducing call (case `{s['case']}`, {s['verdict']} by "
+                f"`{s['detector']}`): `{s['call']}`", "", f"What it does: {s['message']}"]
+        snippet = s["snippet"].splitlines()
+        if len(snippet) > SNIPPET_LINES:
+            out += ["", f"Reproduction: {len(snippet)} lines, in survey.json under this "
+                    "implementation's diagnosis (smallest.snippet)."]
+        elif snippet:
+            out += ["", "```python"] + snippet + ["```"]
+    return out

@@ -52,6 +52,9 @@ class Subject:
         self.pad_for = None  # the case whose refusal made the subject try twins
         self.stopped = None  # the case a detector could not route around (set by the runner)
         self.progress = None  # told each case a detector iterates: .case(done, total, name)
+        self.base_dtype = dtype  # the run's dtype: a case sent at another is named for it
+        self.log = None  # case key -> (call, request) of what was sent, when the runner asks
+        self.flagged = None  # the case key of the last failed relation
 
     name = property(lambda self: self.target.name)
     contract = property(lambda self: self.target.contract)
@@ -198,6 +201,17 @@ class Subject:
         passed = bool(result.values[0])
         return passed, result.message, Answer(result.values[0], None, "bool", (request,))
 
+    def case_key(self, name, dtype):
+        """A case as the diagnosis counts it: its name, and its dtype where not the run's."""
+        plain = dtype in (None, self.base_dtype) or name.endswith(f" at {dtype}")
+        return name if plain else f"{name} at {dtype}"
+
+    def _note(self, call, request):
+        """Record what was sent, per case, for the runner's per-case outcomes."""
+        request.case = call.name
+        if self.log is not None:
+            self.log.setdefault(self.case_key(call.name, request.dtype), (call, request))
+
     def _key(self, request):
         """The case a request belongs to: the battery case being iterated, else its call."""
         return self.current or getattr(request, "case", None) or request.describe()
@@ -212,9 +226,12 @@ class Subject:
             raise Unsupported(self.current or call.name, why)
         if self.contract == "lesson":
             args = (call.q, call.k, call.v) + (() if call.mask is None else (self._mask(call),))
-            return Request("attention", args, dtype=dtype, device=self.target.device,
-                           strided=call.spec.strided, **kw)
-        return self._sdpa_request(call, call.v, dtype, **kw)
+            request = Request("attention", args, dtype=dtype, device=self.target.device,
+                              strided=call.spec.strided, **kw)
+        else:
+            request = self._sdpa_request(call, call.v, dtype, **kw)
+        self._note(call, request)
+        return request
 
     def _mask(self, call):
         """The call's keep-mask in the convention the target declared (drop: True = masked)."""
@@ -284,6 +301,7 @@ class Subject:
         if self.contract == "lesson":
             request = Request("causal_self_attention", (call.x, call.w_q, call.w_k, call.w_v),
                               dtype=dtype, device=self.target.device, **kw)
+            self._note(call, request)
             result = self.send(request)
             out, w = result.values
             return Answer(out, w if weights else None, result.dtypes[0], (request,),
@@ -343,6 +361,8 @@ class Subject:
             yield
         except Mismatch as m:
             m = m.because(relation)
+            dtypes = [r.dtype for a in answers for r in a.requests if r.dtype != self.base_dtype]
+            self.flagged = self.case_key(name, dtypes[0] if dtypes else None)
             raise Flag(m, self.evidence(answers, name, m.index, relation)) from None
 
     def evidence(self, answers, case="", index=None, relation=""):

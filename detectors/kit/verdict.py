@@ -64,6 +64,7 @@ class Finding:
     impl_seconds: float = 0.0  # time spent inside the implementation's own calls
     notes: list = field(default_factory=list)
     unsupported: dict = field(default_factory=dict)  # case set aside -> why
+    cases: dict = field(default_factory=dict)  # per-case outcomes of a flagged detector, if asked
 
     @property
     def caught(self):
@@ -79,7 +80,7 @@ class Finding:
                                 ev["snippet"], ev.get("shrunk"))
         return cls(data["detector"], data["target"], data["verdict"], data["message"], evidence,
                    data["calls"], data["seconds"], data["impl_seconds"], list(data["notes"]),
-                   dict(data.get("unsupported", {})))
+                   dict(data.get("unsupported", {})), dict(data.get("cases", {})))
 
     def to_json(self):
         return {
@@ -93,6 +94,7 @@ class Finding:
             "impl_seconds": round(self.impl_seconds, 6),
             "notes": list(self.notes),
             "unsupported": dict(self.unsupported),
+            "cases": dict(self.cases),
         }
 
 

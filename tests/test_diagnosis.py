@@ -1,0 +1,215 @@
+"""The diagnosis: one finding per root cause, from per-case outcomes of the flagged detectors.
+
+The targets in tests/targets/root_causes.py have one root cause each (and one has two); each
+must come out as one group naming the feature it breaks, with the detectors it involves; the
+reference and a decoy get no diagnosis at all. The grouping rules are also tested on
+hand-made outcomes, where the evidence is made to support a feature or not.
+"""
+
+import json
+
+import pytest
+
+from attnzoo.check import run_check
+from attnzoo.diagnosis import features
+from attnzoo.diagnosis.follow import MAX_FAILED
+from attnzoo.diagnosis.group import UNEXPLAINED, diagnose
+from attnzoo.report import text
+from detectors.kit.battery import Battery
+
+ROOT = "tests/targets/root_causes.py"
+# every detector these causes involve, plus two they must not (a wide net keeps it honest:
+# matches_loop_oracle runs every case, so a feature must explain the whole battery)
+ONLY = ["known_answers", "matches_loop_oracle", "empty_rows_are_zero", "mask_poisoning",
+        "gqa_head_mapping", "causal_alignment", "head_independence", "determinism"]
+
+
+@pytest.fixture(scope="module")
+def checked():
+    cache = {}
+
+    def check(locator):
+        if locator not in cache:
+            cache[locator] = run_check(locator, only=ONLY, depth="quick")
+        return cache[locator]
+    return check
+
+
+@pytest.mark.parametrize("name, feature, involved", [
+    ("finite_fill", "no_allowed_key", {"empty_rows_are_zero", "matches_loop_oracle"}),
+    ("gqa_modulo", "gqa", {"gqa_head_mapping", "matches_loop_oracle", "head_independence"}),
+    ("causal_ignores_rectangular", "is_causal_rectangular",
+     {"causal_alignment", "matches_loop_oracle"}),
+    ("gqa_crashes", "gqa", {"gqa_head_mapping", "matches_loop_oracle"}),
+])
+def test_one_root_cause_is_one_group(checked, name, feature, involved):
+    sections, detectors, doc, code = checked(f"{ROOT}:{name}")
+    section = sections[0]
+    flagged = {f.detector for f in section["findings"] if f.caught}
+    [group] = section["diagnosis"]
+    assert group["feature"] == feature, group["sentence"]
+    assert involved <= set(group["detectors"]) == flagged
+    assert group["smallest"]["case"] in group["cases"]
+    assert group["smallest"]["call"].startswith("f(query")
+    assert group["passing_without"] > 0  # the evidence: cases without the feature pass
+    assert features.phrase(feature) in group["sentence"]
+    assert doc["implementations"][0]["diagnosis"] == [group]
+    assert json.loads(json.dumps(doc))["implementations"][0]["diagnosis"][0]["feature"] == feature
+    report = text(section, detectors).splitlines()
+    assert report[1].startswith("diagnosis: 1 root cause (")
+    assert features.phrase(feature) in report[2] and report[3].lstrip().startswith("smallest:")
+    assert code == 1
+
+
+def test_two_independent_causes_are_two_groups(checked):
+    sections, _, _, _ = checked(f"{ROOT}:two_causes")
+    groups = {g["feature"]: g for g in sections[0]["diagnosis"]}
+    assert set(groups) == {"no_allowed_key", "gqa"}
+    assert "empty_rows_are_zero" in groups["no_allowed_key"]["detectors"]
+    assert "gqa_head_mapping" not in groups["no_allowed_key"]["detectors"]
+    assert "gqa_head_mapping" in groups["gqa"]["detectors"]
+    assert "empty_rows_are_zero" not in groups["gqa"]["detectors"]
+    assert not set(groups["gqa"]["cases"]) & set(groups["no_allowed_key"]["cases"])
+
+
+@pytest.mark.parametrize("locator", [f"{ROOT}:correct", "zoo/decoys/tiled_kernel.py"])
+def test_reference_and_decoys_get_no_diagnosis(checked, locator):
+    sections, detectors, doc, code = checked(locator)
+    for section, impl in zip(sections, doc["implementations"]):
+        assert section["diagnosis"] == [] == impl["diagnosis"]
+        assert "diagnosis" not in text(section, detectors)
+    assert code == 0
+
+
+def test_following_a_flag_keeps_the_verdict_and_records_every_outcome(checked):
+    from attnzoo.runner import run
+    from attnzoo.sandbox.executor import Isolated
+    from attnzoo.sandbox.target import Target
+    from detectors import by_name
+    from detectors.kit.subject import Subject
+
+    sections, _, _, _ = checked(f"{ROOT}:finite_fill")
+    followed = {f.detector: f for f in sections[0]["findings"]}["matches_loop_oracle"]
+    executor = Isolated()
+    try:
+        target = Target("ff", f"{ROOT}:finite_fill", "sdpa", "torch")
+        executor.use(target)
+        plain = run(by_name()["matches_loop_oracle"], Subject(target, executor),
+                    Battery(0, depth="quick"))
+    finally:
+        executor.close()
+    assert (plain.verdict, plain.evidence.case) == (followed.verdict, followed.evidence.case)
+    assert not plain.cases  # only asked for: the kill matrix does not pay for it
+    cases = followed.cases
+    assert cases["complete"] and cases["stopped"] == "held"
+    assert 1 < len(cases["failed"]) <= MAX_FAILED + 1 and cases["passed"]
+    assert followed.evidence.case in cases["failed"]
+    assert all("no_allowed_key" in r["features"] for r in cases["failed"].values())
+    assert not set(cases["failed"]) & set(cases["passed"])
+
+
+def test_features_come_from_the_spec_and_the_arrays_not_the_name():
+    battery = Battery(0, depth="quick")
+    by = {c.name: c for c in battery.attention}
+
+    class Sent:  # the request fields the request table reads
+        args, kwargs, grad, gradcheck, fn, dtype = (), {}, None, False, "sdpa", "float64"
+
+    def of(call):
+        return set(features.of(call, Sent(), "float64"))
+    assert "gqa" in of(by["gqa-masked"]) and "strided" in of(by["gqa-masked"])
+    assert "is_causal_rectangular" in of(by["causal-wide"])
+    assert "is_causal_rectangular" not in of(by["causal-square"])
+    assert "no_allowed_key" in of(by["batch-empty-rows"])
+    assert "no_allowed_key" not in of(by["batch-key-padding"])
+    renamed = by["gqa-masked"].with_(name="plain")
+    assert of(renamed) == of(by["gqa-masked"])
+    all_masked = by["heads-shared-mask"].with_(mask=by["heads-shared-mask"].mask & False)
+    assert "no_allowed_key" in of(all_masked)
+
+
+def _finding(detector, failed, passed, complete=True):
+    rec = lambda fs, size=10: {"features": fs, "size": size, "verdict": "killed",  # noqa: E731
+                               "call": "f(...)", "message": "m", "snippet": ""}
+    return {"detector": detector, "verdict": "killed", "message": "m",
+            "cases": {"failed": {k: rec(fs) for k, fs in failed.items()},
+                      "passed": {k: {"features": fs} for k, fs in passed.items()},
+                      "complete": complete}}
+
+
+def test_failures_two_features_account_for_make_two_groups():
+    # a and b use gqa, c does not but is strided: two causes, each with cases without it passing
+    found = diagnose([_finding("d", {"a": ["gqa"], "b": ["gqa", "strided"], "c": ["strided"]},
+                               {"p": ["scale"]})])
+    assert [(g["feature"], g["cases"]) for g in found] == [("gqa", ["a", "b"]),
+                                                            ("strided", ["c"])]
+
+
+def test_without_a_passing_case_lacking_it_a_feature_is_not_named():
+    found = diagnose([_finding("d", {"a": ["gqa"], "b": ["gqa"]}, {"p": ["gqa"]})])
+    [group] = found
+    assert group["feature"] is None and group["explains"] == UNEXPLAINED
+    assert group["sentence"].startswith("No single feature explains these: 2 failing cases "
+                                        "(2 killed) in d")
+
+
+def test_a_detector_left_incomplete_alone_is_no_evidence():
+    found = diagnose([_finding("d", {"a": ["gqa"]}, {}, complete=False)])
+    assert [g["feature"] for g in found] == [None]
+
+
+def test_a_failing_case_without_the_feature_unexplained_elsewhere_breaks_the_group():
+    # detector d fails a gqa case and a case with no feature at all: gqa does not explain d
+    found = diagnose([_finding("d", {"a": ["gqa"], "b": []}, {"p": ["scale"]})])
+    assert [g["feature"] for g in found] == [None]
+    assert found[0]["cases"] == ["a", "b"]
+
+
+def test_one_cause_in_two_detectors_is_one_group_and_the_smallest_case_is_shown():
+    found = diagnose([
+        _finding("d1", {"big": ["gqa", "strided"]}, {"p": ["strided"], "q": []}),
+        _finding("d2", {"small": ["gqa"]}, {"r": ["scale"]}),
+    ])
+    found[0]["cases"].sort()
+    [group] = found
+    assert group["feature"] == "gqa" and group["detectors"] == ["d1", "d2"]
+    assert group["cases"] == ["big", "small"] and group["passing_without"] == 3
+
+
+def test_a_defect_needing_two_features_is_named_by_both():
+    # fails only where a mask meets float16: neither feature alone explains it
+    found = diagnose([_finding("d", {"a": ["any_mask", "dtype:float16"],
+                                     "b": ["any_mask", "dtype:float16", "gqa"]},
+                               {"p": ["any_mask"], "q": ["dtype:float16"], "r": []})])
+    [group] = found
+    assert group["features"] == ["dtype:float16", "any_mask"] or \
+        group["features"] == ["any_mask", "dtype:float16"]
+    assert "float16 inputs" in group["sentence"] and "together with" in group["sentence"]
+
+
+def test_a_narrower_group_joins_the_broader_one_it_refines():
+    # d1 fails every bool-mask case; d2 only those that also have an empty row: one cause
+    found = diagnose([
+        _finding("d1", {"a": ["bool_mask"], "b": ["bool_mask", "no_allowed_key"]},
+                 {"p": ["float_mask"]}),
+        _finding("d2", {"b": ["bool_mask", "no_allowed_key"], "c": ["bool_mask", "no_allowed_key"]},
+                 {"a": ["bool_mask"], "x": ["bool_mask"], "y": ["bool_mask"],
+                  "q": ["float_mask", "no_allowed_key"]}),
+    ])
+    [group] = found
+    assert group["feature"] == "bool_mask" and group["detectors"] == ["d1", "d2"]
+    assert group["refined"] == [{"features": ["no_allowed_key", "bool_mask"],
+                                 "detectors": ["d1", "d2"], "failing": 3}]
+    assert "3 of them, in d1, d2, fail only where they also use rows with no allowed key" in \
+        group["sentence"]
+
+
+def test_check_without_following_has_no_diagnosis_and_the_same_verdict(checked):
+    sections, _, doc, code = run_check(f"{ROOT}:finite_fill", only=["empty_rows_are_zero"],
+                                       depth="quick", follow=False)
+    [finding] = sections[0]["findings"]
+    followed = {f.detector: f for f in checked(f"{ROOT}:finite_fill")[0][0]["findings"]}
+    assert finding.message == followed["empty_rows_are_zero"].message
+    assert finding.cases == {} and sections[0]["diagnosis"] == [] == \
+        doc["implementations"][0]["diagnosis"]
+    assert code == 1
