@@ -54,6 +54,10 @@ class InProcess:
                 pass
         return InProcess(self.target, obj, self.call_seconds)
 
+    def spare(self):
+        """Where calls that must not touch this instance's history go: a new instance."""
+        return self.fresh()
+
     def run(self, request):
         header, buffers, sent = decide.encode(request, self.target)
         reply, out = self._execute(request, decide.for_worker(header, buffers))
@@ -182,6 +186,11 @@ class Isolated:
         self.close()
         self._spawn()
         self.use(self.target)
+        return self
+
+    def spare(self):
+        """Where calls that must not touch this run's history would go: this worker itself,
+        since a second worker would double the import; its calls simply come first."""
         return self
 
     # -- calls -----------------------------------------------------------------------------

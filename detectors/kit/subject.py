@@ -37,10 +37,13 @@ class Answer:
 
 
 class Subject:
-    def __init__(self, target, executor, dtype="float64"):
+    def __init__(self, target, executor, dtype="float64", scoped=False):
         self.target = target
         self.executor = executor
         self.dtype = dtype  # the dtype every call uses unless a detector asks for another
+        # scoped (check --dtype): every call of the run is at ``dtype``; a detector whose
+        # property needs another dtype says so (n/a, or that case unsupported)
+        self.scope = dtype if scoped else None
         self.calls = 0
         self.impl_seconds = 0.0
         self.last = None  # the last request sent, for the evidence of a crash
@@ -82,6 +85,16 @@ class Subject:
         if part not in self.declared:  # a misspelt part would silently never run
             raise KeyError(f"part {part!r} is not in the detector's NEEDS {self.declared}")
         return part in self.parts
+
+    def dtypes(self, wanted):
+        """The dtypes of ``wanted`` the run may call at (all of them, unless scoped)."""
+        return tuple(d for d in wanted if self.scope is None or d == self.scope)
+
+    def out_of_scope(self, dtype):
+        """Why a call at ``dtype`` may not be made in this run, or None."""
+        if self.scope is None or dtype in (None, self.scope):
+            return None
+        return f"needs {dtype} calls, and --dtype {self.scope} scopes every call of the run"
 
     def cannot(self, call):
         """Why this target cannot make ``call`` (a contract or a keyword short), or None."""
@@ -143,6 +156,9 @@ class Subject:
             raise NotApplicable("NumPy has no bfloat16")
         if request.fn != "sdpa" and self.manifest.lacks(request.fn):
             raise LookupError(f"{request.fn} was called but the detector's NEEDS lacks it")
+        scoped = self.out_of_scope(request.dtype if request.fn != "causal_mask" else None)
+        if scoped:  # a detector that forgot the scope: its case is set aside, never called
+            raise Unsupported(self._key(request), scoped)
         self.last = request
         try:
             result = self.executor.run(request)

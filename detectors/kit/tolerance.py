@@ -36,7 +36,19 @@ def scale(expected):
 
 
 def allowance(subject, call, expected, dtype=None, what="out"):
-    """The largest absolute error allowed in ``what`` ("out" or "weights") of ``call``."""
+    """The largest absolute error a *semantic* relation allows in ``what`` ("out" or
+    "weights") of ``call``: the strict allowance of the precision the target was measured to
+    compute ``dtype`` inputs at (detectors.kit.precision), so a target that is only less
+    precise is reported once, as a precision finding, not by every relation it meets."""
+    from detectors.kit.precision import effective
+
+    dtype = dtype or subject.dtype
+    return strict_allowance(subject, call, expected, effective(subject, dtype), what)
+
+
+def strict_allowance(subject, call, expected, dtype=None, what="out"):
+    """The largest absolute error correct code makes at ``dtype`` in ``what`` of ``call``:
+    what precision properties (and the precision measurement itself) judge by."""
     dtype = dtype or subject.dtype
     floor = ULPS * EPS[dtype] * scale(expected)
     if dtype == "float64":
@@ -44,6 +56,20 @@ def allowance(subject, call, expected, dtype=None, what="out"):
     reference = reference_subject(subject)
     unit = max(reference_error(reference, call, dtype, what), rounding_error(call, dtype, what))
     return max(MULTIPLE * unit, accumulation_bound(call, what)) + floor
+
+
+def gradient_allowance(expected, low=None, dtype="float32"):
+    """The error allowed in a gradient whose float64 value is ``expected``: float64's when
+    ``low`` is None, else a small multiple of how far the reference's own gradient at the
+    lower precision (``low``) is from it, plus a few units in the last place of ``dtype``."""
+    if low is None:
+        return FLOAT64_ATOL * scale(expected)
+    with np.errstate(invalid="ignore"):
+        unit = float(np.nanmax(np.abs(np.asarray(low) - expected), initial=0.0))
+    return GRADIENT_MULTIPLE * unit + ULPS * EPS[dtype] * scale(expected)
+
+
+GRADIENT_MULTIPLE = 8  # backward passes sum in more orders than forward ones: twice MULTIPLE
 
 
 @functools.lru_cache(maxsize=8192)
