@@ -14,7 +14,7 @@ import numpy as np
 
 from detectors.kit import expect
 from detectors.kit.calls import ARG_NAMES, Request
-from detectors.kit.capabilities import features, refusal
+from detectors.kit.capabilities import features, layout, refusal
 from detectors.kit.expect import Mismatch
 from detectors.kit.verdict import (
     CRASHED,
@@ -115,6 +115,12 @@ class Subject:
         return frozenset(self.target.unsupported) | frozenset(self.manifest.unsupported or ())
 
     @property
+    def layout(self):
+        """"BHLE" (SDPA's (N, H, L, E)), or "BLHE" when the target declares (N, L, H, E): its
+        calls are then transposed on the way in and their answers on the way out."""
+        return layout(self.unsupported)
+
+    @property
     def refuses(self):
         return tuple(self.target.refuses) + tuple(self.manifest.refuses or ())
 
@@ -175,6 +181,8 @@ class Subject:
             raise
         if getattr(request, "crop", None):
             result = _cropped(result, *request.crop)
+        if getattr(request, "swapped", False):
+            result = _swapped_back(result)
         self.calls += 1
         self.impl_seconds += result.seconds
         return result
@@ -277,9 +285,16 @@ class Subject:
         if lacking:
             raise Unsupported(self.current or call.name,
                               f"declared unsupported: {', '.join(lacking)}")
+        swapped = self.layout == "BLHE" and q.ndim >= 3
+        if swapped:  # (..., H, L, E) -> (..., L, H, E), and the mask and upstream gradient alike
+            if kw.get("grad") is not None:  # (..., H, L, Ev), as the answer it multiplies
+                kw["grad"] = _heads_last(kw["grad"].reshape(q.shape[:-1] + v.shape[-1:]))
+            q, k, v = (_heads_last(a) for a in (q, k, v))
+            if "attn_mask" in kwargs:
+                kwargs["attn_mask"] = _mask_heads_last(kwargs["attn_mask"])
         request = Request("sdpa", (q, k, v), kwargs, dtype=dtype,
                           device=self.target.device, strided=call.spec.strided, **kw)
-        request.case, request.crop = call.name, (crop and (E, Ev))
+        request.case, request.crop, request.swapped = call.name, (crop and (E, Ev)), swapped
         return request
 
     @staticmethod
@@ -302,6 +317,8 @@ class Subject:
             return Answer(out, w if weights else None, result.dtypes[0], (request,),
                           result.mutated, result.grads)
         as_call = self.projected(call)  # is_causal: request() says so if the callable lacks it
+        if kw.get("grad") is not None:  # the upstream gradient as the (N, 1, T, d_v) answer
+            kw["grad"] = kw["grad"].reshape(as_call.q.shape[:-1] + as_call.v.shape[-1:])
         answer = self.attend(as_call, weights=weights, dtype=dtype, **kw)
         shape = call.x.shape[:-1]  # (..., T): drop the (N, 1) head axis the call added
         answer.out = _unfold(answer.out, shape)
@@ -401,6 +418,33 @@ def _cropped(result, E, Ev):
                      and g.ndim else g)
                  for n, g in grads.items()}
     return replace(result, values=values, grads=grads)
+
+
+def _heads_last(a):
+    """(..., H, L, E) as (..., L, H, E): the (batch, time, heads, features) layout."""
+    return np.ascontiguousarray(np.swapaxes(a, -3, -2))
+
+
+def _mask_heads_last(mask):
+    """A mask broadcast against (..., H, L, S) as one broadcast against (..., L, H, S): an
+    (L, S) mask gains a head axis of 1, a longer one swaps its head and query axes."""
+    if mask.ndim < 2:
+        return mask
+    if mask.ndim == 2:
+        return np.ascontiguousarray(mask[..., :, None, :])  # (L, 1, S)
+    return _heads_last(mask)
+
+
+def _swapped_back(result):
+    """An answer in the (..., L, H, E) layout back in (..., H, L, E): out and gradients."""
+    def back(a):
+        return np.ascontiguousarray(np.swapaxes(a, -3, -2)) \
+            if isinstance(a, np.ndarray) and a.ndim >= 3 else a
+
+    out = result.values[0]
+    grads = result.grads and {n: back(g) if n in ("query", "key", "value") else g
+                              for n, g in result.grads.items()}
+    return replace(result, values=(back(out),) + tuple(result.values[1:]), grads=grads)
 
 
 def _unfold(a, shape):

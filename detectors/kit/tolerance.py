@@ -278,6 +278,7 @@ def reference_subject(subject, backend=None):
     key = (t.contract, backend or t.backend, t.device)
     if key not in _REFERENCES:
         target = replace(t, name="reference", locator=REFERENCES[key[:2]], backend=key[1],
-                         mask_convention="keep", causal_alignment="top-left")
+                         mask_convention="keep", causal_alignment="top-left",
+                         unsupported=(), refuses=())  # the target's declarations are its own
         _REFERENCES[key] = Subject(target, subject.executor.trusted(target))
     return _REFERENCES[key]
