@@ -54,10 +54,12 @@ def tiny_calls(subject, rng):
     return [c for c in calls if subject.supports(c)]
 
 
-def reference_grads(reference, attend, precision):
-    """The reference's float64 gradients, and its gradients at ``precision`` (None at float64)."""
-    want = attend(reference, "float64").grads
-    return want, None if precision == "float64" else attend(reference, precision).grads
+def reference_grads(attend, call, upstream, precision):
+    """The reference's float64 gradients, and its gradients at ``precision`` (None at float64);
+    ``attend`` is the reference's attend or self_attend."""
+    want = attend(call, dtype="float64", grad=upstream).grads
+    low = None if precision == "float64" else attend(call, dtype=precision, grad=upstream).grads
+    return want, low
 
 
 def gradcheck_refused(subject):
@@ -78,8 +80,7 @@ def check(subject, battery):
             upstream = grid(rng, call.expected(subject.target.causal_alignment)[0].shape)
             answer = subject.attend(call, dtype=dtype, grad=upstream)
             same = explicit(call, subject.target.causal_alignment)  # the reference is top-left
-            want, low = reference_grads(
-                reference, lambda r, d: r.attend(same, dtype=d, grad=upstream), precision)
+            want, low = reference_grads(reference.attend, same, upstream, precision)
             compare(subject, answer, want, call.name, low, precision)
         refused = gradcheck_refused(subject)
         for call in tiny_calls(subject, rng):
@@ -94,6 +95,5 @@ def check(subject, battery):
         for call in battery.self_attention:
             upstream = grid(rng, call.expected()[0].shape)
             answer = subject.self_attend(call, dtype=dtype, grad=upstream)
-            want, low = reference_grads(
-                reference, lambda r, d: r.self_attend(call, dtype=d, grad=upstream), precision)
+            want, low = reference_grads(reference.self_attend, call, upstream, precision)
             compare(subject, answer, want, call.name, low, precision)

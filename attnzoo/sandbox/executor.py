@@ -55,8 +55,12 @@ class InProcess:
         return InProcess(self.target, obj, self.call_seconds)
 
     def spare(self):
-        """Where calls that must not touch this instance's history go: a new instance."""
-        return self.fresh()
+        """Where calls that must not touch this instance's history go: a new instance, or
+        this one when the object cannot be rebuilt into a usable target."""
+        try:
+            return self.fresh()
+        except BadTarget:
+            return self
 
     def run(self, request):
         header, buffers, sent = decide.encode(request, self.target)

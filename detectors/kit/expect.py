@@ -118,11 +118,12 @@ def _differ(before, after, bad, allowance, what, names):
         return
     index = first(bad)
     a, b = (f"{n}{'' if what == 'out' else ' ' + what}" for n in names)
-    x, y, gap = fmt(before[index]), fmt(after[index]), ""
+    x, y = fmt(before[index]), fmt(after[index])
     if before.dtype != bool and after.dtype != bool:
         x, y = digits(before[index], after[index]), digits(after[index], before[index])
-        gap = off_by(after[index], before[index]).replace(" (off by ", ", differing by ")[:-1]
-    got = f"{at(a, index)} = {x}, {at(b, index)} = {y}{gap}"
+        gap = off_by(after[index], before[index])  # " (off by …)"
+        allowance += f"; they differ by {gap[len(' (off by '):-1]}" if gap else ""
+    got = f"{at(a, index)} = {x}, {at(b, index)} = {y}"
     verdict = NAN if not np.isfinite(after[index]) and np.isfinite(before[index]) else KILLED
     raise Mismatch(f"{at(a, index)} = {at(b, index)} ({allowance})", got, index, verdict,
                    f"{got}, should be equal ({allowance})")

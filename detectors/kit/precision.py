@@ -65,6 +65,8 @@ def plain(spec):
 
 def plain_cases(subject, battery):
     """The smallest plain attention cases the target can make and declares it supports."""
+    if subject.contract == "lesson" and subject.manifest.lacks("attention"):
+        return []  # a lesson module without attention: nothing plain to measure
     found = [c for c in battery.attention
              if plain(c.spec) and subject.supports(c) and subject.outside(c) is None]
     return sorted(found, key=lambda c: c.size())[:PLAIN_CASES]

@@ -16,6 +16,7 @@ from detectors.kit import expect
 from detectors.kit.calls import ARG_NAMES, Request
 from detectors.kit.capabilities import features, layout, refusal
 from detectors.kit.expect import Mismatch
+from detectors.kit.layout import heads_last, mask_heads_last, swapped_back
 from detectors.kit.verdict import (
     CRASHED,
     Evidence,
@@ -182,7 +183,7 @@ class Subject:
         if getattr(request, "crop", None):
             result = _cropped(result, *request.crop)
         if getattr(request, "swapped", False):
-            result = _swapped_back(result)
+            result = swapped_back(result)
         self.calls += 1
         self.impl_seconds += result.seconds
         return result
@@ -288,10 +289,10 @@ class Subject:
         swapped = self.layout == "BLHE" and q.ndim >= 3
         if swapped:  # (..., H, L, E) -> (..., L, H, E), and the mask and upstream gradient alike
             if kw.get("grad") is not None:  # (..., H, L, Ev), as the answer it multiplies
-                kw["grad"] = _heads_last(kw["grad"].reshape(q.shape[:-1] + v.shape[-1:]))
-            q, k, v = (_heads_last(a) for a in (q, k, v))
+                kw["grad"] = heads_last(kw["grad"].reshape(q.shape[:-1] + v.shape[-1:]))
+            q, k, v = (heads_last(a) for a in (q, k, v))
             if "attn_mask" in kwargs:
-                kwargs["attn_mask"] = _mask_heads_last(kwargs["attn_mask"])
+                kwargs["attn_mask"] = mask_heads_last(kwargs["attn_mask"])
         request = Request("sdpa", (q, k, v), kwargs, dtype=dtype,
                           device=self.target.device, strided=call.spec.strided, **kw)
         request.case, request.crop, request.swapped = call.name, (crop and (E, Ev)), swapped
@@ -418,33 +419,6 @@ def _cropped(result, E, Ev):
                      and g.ndim else g)
                  for n, g in grads.items()}
     return replace(result, values=values, grads=grads)
-
-
-def _heads_last(a):
-    """(..., H, L, E) as (..., L, H, E): the (batch, time, heads, features) layout."""
-    return np.ascontiguousarray(np.swapaxes(a, -3, -2))
-
-
-def _mask_heads_last(mask):
-    """A mask broadcast against (..., H, L, S) as one broadcast against (..., L, H, S): an
-    (L, S) mask gains a head axis of 1, a longer one swaps its head and query axes."""
-    if mask.ndim < 2:
-        return mask
-    if mask.ndim == 2:
-        return np.ascontiguousarray(mask[..., :, None, :])  # (L, 1, S)
-    return _heads_last(mask)
-
-
-def _swapped_back(result):
-    """An answer in the (..., L, H, E) layout back in (..., H, L, E): out and gradients."""
-    def back(a):
-        return np.ascontiguousarray(np.swapaxes(a, -3, -2)) \
-            if isinstance(a, np.ndarray) and a.ndim >= 3 else a
-
-    out = result.values[0]
-    grads = result.grads and {n: back(g) if n in ("query", "key", "value") else g
-                              for n, g in result.grads.items()}
-    return replace(result, values=(back(out),) + tuple(result.values[1:]), grads=grads)
 
 
 def _unfold(a, shape):

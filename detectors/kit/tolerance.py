@@ -61,15 +61,19 @@ def strict_allowance(subject, call, expected, dtype=None, what="out"):
 def gradient_allowance(expected, low=None, dtype="float32"):
     """The error allowed in a gradient whose float64 value is ``expected``: float64's when
     ``low`` is None, else a small multiple of how far the reference's own gradient at the
-    lower precision (``low``) is from it, plus a few units in the last place of ``dtype``."""
+    lower precision (``low``) is from it, plus GRADIENT_ULPS units in the last place of
+    ``dtype`` (a backward pass sums products of the forward's rounded weights in more orders
+    than the forward does: a correct float32 kernel was measured up to 13 such units and 6.2
+    times the reference's error off, against errors of order 1 for a wrong backward)."""
     if low is None:
         return FLOAT64_ATOL * scale(expected)
     with np.errstate(invalid="ignore"):
         unit = float(np.nanmax(np.abs(np.asarray(low) - expected), initial=0.0))
-    return GRADIENT_MULTIPLE * unit + ULPS * EPS[dtype] * scale(expected)
+    return GRADIENT_MULTIPLE * unit + GRADIENT_ULPS * EPS[dtype] * scale(expected)
 
 
-GRADIENT_MULTIPLE = 8  # backward passes sum in more orders than forward ones: twice MULTIPLE
+GRADIENT_MULTIPLE = 8  # of the reference's own gradient error at that precision
+GRADIENT_ULPS = 32
 
 
 @functools.lru_cache(maxsize=8192)
