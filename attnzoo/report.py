@@ -83,7 +83,7 @@ def text(section, detectors, verbose=False):
         lines.append(f"  declared unsupported: {', '.join(t['unsupported'])}")
     if t.get("layout", "BHLE") != "BHLE":
         lines.append(f"  declared layout: {LAYOUT_WORDS[t['layout']]}: the harness transposes "
-                     "query, key, value and the mask in, and the answer out")
+                     "query, key and value in and the answer out (the mask stays (N, H, L, S))")
     if t.get("refuses"):
         lines.append(f"  refusals it names: {'; '.join(repr(r) for r in t['refuses'])}")
     width = max((len(f.detector) for f in section["findings"]), default=0)

@@ -23,7 +23,8 @@ VOCABULARY = {
     "float64": "float64 inputs",
     # not a limit but a layout: the harness adapts the calls, and every case still runs
     "layout=BLHE": "query/key/value and the answer laid out (N, L, H, E), not (N, H, L, E): "
-                   "the harness transposes q, k, v and the mask in and the answer out",
+                   "the harness transposes them (the mask stays (N, H, L, S), as jax.nn and "
+                   "keras take it)",
 }
 LAYOUTS = {"layout=BLHE": "BLHE"}  # declared word -> the layout's axis letters
 # refusals every target may give: torch's SDPA dispatcher finding no kernel for a call

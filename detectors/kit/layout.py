@@ -2,8 +2,13 @@
 
 A target declaring ``layout=BLHE`` (detectors.kit.capabilities) takes query, key and value as
 (..., L, H, E), the (batch, time, heads, features) layout of flash-attn, xformers and JAX, and
-answers (..., L, H, Ev). The subject sends every call transposed, its mask and upstream gradient
-alike, and transposes the answer and the gradients back, so every detector runs unchanged.
+answers (..., L, H, Ev). The subject sends query, key, value and the upstream gradient
+transposed, and transposes the answer and the gradients back, so every detector runs unchanged.
+
+The mask is not transposed: every (N, L, H, E) library that takes one broadcasts it against the
+scores, which are (N, H, L, S) there too — ``jax.nn.dot_product_attention`` and
+``keras.ops.dot_product_attention`` document mask and bias "broadcastable to (B, N, T, S)",
+xformers' ``attn_bias`` is (B, H, Mq, Mk) — so it goes as SDPA's.
 """
 
 from dataclasses import replace
@@ -14,16 +19,6 @@ import numpy as np
 def heads_last(a):
     """(..., H, L, E) as (..., L, H, E): the (batch, time, heads, features) layout."""
     return np.ascontiguousarray(np.swapaxes(a, -3, -2))
-
-
-def mask_heads_last(mask):
-    """A mask broadcast against (..., H, L, S) as one broadcast against (..., L, H, S): an
-    (L, S) mask gains a head axis of 1, a longer one swaps its head and query axes."""
-    if mask.ndim < 2:
-        return mask
-    if mask.ndim == 2:
-        return np.ascontiguousarray(mask[..., :, None, :])  # (L, 1, S)
-    return heads_last(mask)
 
 
 def swapped_back(result):

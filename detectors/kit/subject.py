@@ -16,7 +16,7 @@ from detectors.kit import expect
 from detectors.kit.calls import ARG_NAMES, Request
 from detectors.kit.capabilities import features, layout, refusal
 from detectors.kit.expect import Mismatch
-from detectors.kit.layout import heads_last, mask_heads_last, swapped_back
+from detectors.kit.layout import heads_last, swapped_back
 from detectors.kit.verdict import (
     CRASHED,
     Evidence,
@@ -287,12 +287,11 @@ class Subject:
             raise Unsupported(self.current or call.name,
                               f"declared unsupported: {', '.join(lacking)}")
         swapped = self.layout == "BLHE" and q.ndim >= 3
-        if swapped:  # (..., H, L, E) -> (..., L, H, E), and the mask and upstream gradient alike
+        if swapped:  # (..., H, L, E) -> (..., L, H, E), and the upstream gradient alike; the
+            # mask stays (..., H, L, S), as (N, L, H, E) libraries take it (detectors.kit.layout)
             if kw.get("grad") is not None:  # (..., H, L, Ev), as the answer it multiplies
                 kw["grad"] = heads_last(kw["grad"].reshape(q.shape[:-1] + v.shape[-1:]))
             q, k, v = (heads_last(a) for a in (q, k, v))
-            if "attn_mask" in kwargs:
-                kwargs["attn_mask"] = mask_heads_last(kwargs["attn_mask"])
         request = Request("sdpa", (q, k, v), kwargs, dtype=dtype,
                           device=self.target.device, strided=call.spec.strided, **kw)
         request.case, request.crop, request.swapped = call.name, (crop and (E, Ev)), swapped

@@ -1,9 +1,9 @@
 """SDPA in the (batch, time, heads, features) layout: query (N, L, H, E), answer (N, L, H, Ev).
 
-Like flash-attn, xformers and JAX it takes heads after time, and a mask laid out the same way
-(N, L, H, S). Correct in that layout: called as (N, H, L, E) it reads heads as time. ``sdpa``
-declares nothing (the caller says ``--unsupported layout=BLHE``); ``declared`` is the same
-function declaring its layout beside itself.
+Like flash-attn, xformers and JAX it takes heads after time, and, like xformers and JAX, a mask
+broadcastable to the (N, H, L, S) scores. Correct in that layout: called as (N, H, L, E) it
+reads heads as time. ``sdpa`` declares nothing (the caller says ``--unsupported layout=BLHE``);
+``declared`` is the same function declaring its layout beside itself.
 """
 
 import torch
@@ -20,8 +20,7 @@ def sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scal
     if query.dim() < 3:  # (L, E): no head axis, the same in either layout
         return _sdpa(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p,
                      is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
-    mask = None if attn_mask is None or attn_mask.dim() < 3 else _bhle(attn_mask)
-    out = _sdpa(_bhle(query), _bhle(key), _bhle(value), attn_mask=mask, dropout_p=dropout_p,
+    out = _sdpa(_bhle(query), _bhle(key), _bhle(value), attn_mask=attn_mask, dropout_p=dropout_p,
                 is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)  # (..., H, L, Ev)
     return _bhle(out)  # (..., L, H, Ev)
 
