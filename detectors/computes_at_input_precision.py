@@ -12,7 +12,7 @@ semantic detectors judge; this detector does not claim it.
 
 from detectors.kit import expect
 from detectors.kit.needs import ATTENTION
-from detectors.kit.precision import on, plain_cases
+from detectors.kit.precision import formats, on, plain_cases
 from detectors.kit.verdict import NotApplicable
 
 PROPERTY = "Plain cases come back as accurate as correct code at the inputs' dtype computes them."
@@ -29,8 +29,9 @@ def check(subject, battery):
     if found.effective is None:
         raise NotApplicable(
             f"the error on plain cases ({found.error:.3g} on {found.case}) is more than any "
-            f"floating-point format explains ({dtype} allows {found.allows:.2g}): a wrong "
-            "answer, not a precision, left to the semantic detectors")
+            f"floating-point format explains ({dtype} allows {found.allows:.2g}, "
+            f"{formats(subject, dtype)[-1]} {found.cap:.2g}): a wrong answer, not a "
+            "precision, left to the semantic detectors")
     if found.coarser:
         where = expect.at("out", found.index)
         with subject.case(found.case, found.answer):

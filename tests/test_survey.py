@@ -167,3 +167,21 @@ def test_committed_survey_is_current_with_its_json():
     assert all(r["version"] for r in ran)
     assert (root / "survey.md").read_text(encoding="utf-8") == write.markdown(doc), \
         "docs/survey.md differs from what docs/survey.json gives: run 'attnzoo survey'"
+
+
+def test_cases_refused_at_run_time_are_marked_refused():
+    finding = {"detector": "matches_loop_oracle", "verdict": "survived", "refusal": False,
+               "message": "[matches_loop_oracle] held on every supported case",
+               "evidence": None,
+               "unsupported": {"gqa": "refused: raised RuntimeError: No available kernel",
+                               "rank5": "declared unsupported: rank_other_than_4"}}
+    summary = {"flagged": 0, "passed": 1, "not_applicable": 0, "unsupported": 0,
+               "cases_unsupported": 2}
+    one = {"dtype": "float32", "summary": summary, "cases_set_aside": ["rank5"],
+           "detectors_not_run": [], "findings": [finding]}
+    assert write.cell(one).endswith("(1 refused)")
+    row = {"name": "lib", "title": "lib.attention", "adapter": "lib", "docs": "", "version": "1",
+           "skipped": "", "unsupported": ["rank_other_than_4"], "refuses": [],
+           "causal_alignment": "top-left", "runs": [one]}
+    md = write.markdown({"seed": 0, "python": "3", "platform": "x", "implementations": [row]})
+    assert "Refused at run time: gqa." in md and "A *refused* case is one the library" in md

@@ -40,6 +40,7 @@ class Precision:
     index: tuple | None = None  # the entry with the largest error
     got: float = 0.0
     want: float = 0.0
+    cap: float = 0.0  # what the coarsest format (the cap) allows on that case
 
     @property
     def measured(self):
@@ -74,21 +75,23 @@ def plain_cases(subject, battery):
 
 def judge(subject, call, answer, dtype):
     """(the finest format whose strict allowance covers this answer's error, the error, what
-    ``dtype`` allows, the worst index); the format is None when none does."""
+    ``dtype`` allows, the worst index, what the cap allows); the format is None when none does."""
     from detectors.kit.tolerance import strict_allowance
 
     want = call.expected(subject.target.causal_alignment)[0]
     with np.errstate(invalid="ignore"):
         diff = np.abs(np.asarray(answer.out, dtype=np.float64) - want)  # (..., L, Ev)
+    allows = strict_allowance(subject, call, want, dtype)
     if diff.shape != want.shape or not np.isfinite(diff).all():
-        return None, float("inf"), strict_allowance(subject, call, want, dtype), None
+        return None, float("inf"), allows, None, allows
     error = float(diff.max(initial=0.0))
     index = tuple(int(i) for i in np.unravel_index(np.argmax(diff), diff.shape))
-    allows = strict_allowance(subject, call, want, dtype)
+    allowed = allows
     for f in formats(subject, dtype):
-        if error <= (allows if f == dtype else strict_allowance(subject, call, want, f)):
-            return f, error, allows, index
-    return None, error, allows, index
+        allowed = allows if f == dtype else strict_allowance(subject, call, want, f)
+        if error <= allowed:
+            return f, error, allows, index, allowed
+    return None, error, allows, index, allowed
 
 
 def measure(subject, dtype):
@@ -115,14 +118,14 @@ def on(subject, attend, dtype, battery=None):
         answer = attend(call)
         if answer is None:
             continue
-        fmt, error, allows, index = judge(subject, call, answer, dtype)
+        fmt, error, allows, index, cap = judge(subject, call, answer, dtype)
         found.append(fmt)
         if error / allows > ratio:
             ratio = error / allows
             want = call.expected(subject.target.causal_alignment)[0]
             got = float(np.asarray(answer.out)[index]) if index else float("nan")
             worst = Precision(dtype, None, error, allows, call.name, answer, index, got,
-                              float(want[index]) if index else float("nan"))
+                              float(want[index]) if index else float("nan"), cap)
     if None in found:
         worst.effective = None  # no format explains it: a wrong answer, judged strictly
     else:  # nothing to measure on: judge at the inputs' own precision
