@@ -128,7 +128,7 @@ def on(subject, attend, dtype, battery=None):
                               float(want[index]) if index else float("nan"), cap)
     if None in found:
         worst.effective = None  # no format explains it: a wrong answer, judged strictly
-    else:  # nothing to measure on: judge at the inputs' own precision
+    else:  # the coarsest format any case needed; with nothing to measure, the inputs' own
         worst.effective = max(found, key=FORMATS.index) if found else dtype
     return worst
 
