@@ -116,6 +116,8 @@ def on(subject, attend, dtype, battery=None):
     found, worst, ratio = [], Precision(dtype, dtype), -1.0
     for call in plain_cases(subject, battery or _battery()):
         answer = attend(call)
+        if answer is FAILED:
+            break  # a target that crashes or hangs is the detectors' to report, on their calls
         if answer is None:
             continue
         fmt, error, allows, index, cap = judge(subject, call, answer, dtype)
@@ -142,16 +144,22 @@ def _battery():
     return Battery(0, depth="quick")
 
 
+FAILED = object()  # the target raised, hung or died on a plain call: measure no further
+
+
 def _attend(probe, call, dtype):
-    """The probe's answer to a plain call, or None when the target cannot give one (a crash
-    here is for the detectors to find on their own calls, not for the measurement to report)."""
+    """The probe's answer to a plain call, None when the call is refused or not applicable,
+    FAILED when the target fails on it (a crash is the detectors' to find on their own calls,
+    and one hang is enough to spend on a measurement)."""
     for _ in range(2):  # a refused E != Ev call is retried once as its E == Ev twin
         try:
             return probe.attend(call, dtype=dtype)
         except Unsupported as u:
             if u.case is not None:
                 return None
-        except (ImplementationFailure, NotApplicable):
+        except ImplementationFailure:
+            return FAILED
+        except NotApplicable:
             return None
     return None
 

@@ -40,10 +40,15 @@ def allowance(subject, call, expected, dtype=None, what="out"):
     "weights") of ``call``: the strict allowance of the precision the target was measured to
     compute ``dtype`` inputs at (detectors.kit.precision), so a target that is only less
     precise is reported once, as a precision finding, not by every relation it meets."""
+    from detectors.kit.battery import Call, SelfCall
     from detectors.kit.precision import effective
 
     dtype = dtype or subject.dtype
-    return strict_allowance(subject, call, expected, effective(subject, dtype), what)
+    # measured on attention calls: it judges the function it was measured on (SDPA's
+    # self-attention is an attention call too), never a lesson module's other functions
+    measured = isinstance(call, Call) or (subject.contract == "sdpa" and isinstance(call, SelfCall))
+    precision = effective(subject, dtype) if measured else dtype
+    return strict_allowance(subject, call, expected, precision, what)
 
 
 def strict_allowance(subject, call, expected, dtype=None, what="out"):
