@@ -26,9 +26,13 @@ BUG = Bug(
     seen_in="attention layers and custom kernels that call .half() on their inputs as a speed "
             "optimisation and cast the result back, so callers asking for float32 get float16 "
             "accuracy",
-    # the semantic relations are judged at the float16 precision it is measured to have, so
-    # the precision detectors report it, and mask_poisoning its float16 overflow
-    caught_by=("computes_at_input_precision", "mask_poisoning", "low_precision_agreement"),
+    # its attention's relations are judged at the float16 precision it is measured to have, so
+    # the precision detectors report it there; its softmax and self-attention are judged
+    # strictly, and mask_poisoning sees its float16 overflow
+    caught_by=(
+        "known_answers", "matches_loop_oracle", "shift_invariance", "mask_poisoning",
+        "computes_at_input_precision", "low_precision_agreement",
+    ),
 )
 
 
