@@ -88,7 +88,7 @@ def targets(executor, locator, backend, **declared):
 def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment="top-left",
               device="cpu", dtype=None, seed=0, timeout=None, import_timeout=30.0,
               warmup=None, deadline=None, only=None, expect=None, depth="standard",
-              unsupported="", refuses=()):
+              unsupported="", refuses=(), shrink=True):
     """Run the chosen detectors on every implementation the locator names.
 
     Returns (sections, detectors by name, the JSON document, the exit code); a section has
@@ -96,8 +96,11 @@ def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment
     ``deadline`` with nothing flagged exits 2: a partial report is never "conformant". With
     ``expect`` (an expectations file), expected failures do not fail the run and an expected
     failure that did not happen does. A ``dtype`` given scopes every call of the run to it;
-    without one the calls are float64 and detectors about dtypes try every dtype.
+    without one the calls are float64 and detectors about dtypes try every dtype. With
+    ``shrink``, each flagged attention case is also shrunk to the smallest case found that
+    still fails (attnzoo.shrink).
     """
+    import functools
     from types import SimpleNamespace
 
     from attnzoo.report import SCHEMA, describe_target, exit_code, summarise
@@ -146,7 +149,10 @@ def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment
                     pass
                 else:
                     subject = Subject(target, executor, dtype, scoped=scoped)
-                    findings, skipped = session.run_all(chosen, subject, battery, run, progress,
+                    subject.progress = progress
+                    findings, skipped = session.run_all(chosen, subject, battery,
+                                                        functools.partial(run, shrink=shrink),
+                                                        progress,
                                                         n * len(chosen), len(found) * len(chosen))
                     not_run += [(target, name) for name in skipped]
                     sections.append({"target": describe_target(target, dtype, seed,

@@ -114,6 +114,8 @@ def build_parser():
     p.add_argument("--expect", metavar="FILE",
                    help="expectations file (TOML) of known failures: expected ones do not fail "
                    "the run, one that passes does")
+    p.add_argument("--no-shrink", dest="shrink", action="store_false",
+                   help="report a failing case as found, without looking for the smallest one")
     p.add_argument("-v", "--verbose", action="store_true", help="also say why detectors are n/a")
     p.set_defaults(run=cmd_check)
 
@@ -179,7 +181,8 @@ def cmd_check(args):
         causal_alignment=args.causal_alignment, device=args.device, dtype=args.dtype,
         seed=args.seed, timeout=args.timeout, import_timeout=args.import_timeout,
         warmup=args.warmup, deadline=args.deadline, only=args.only, expect=args.expect,
-        depth=args.depth, unsupported=args.unsupported, refuses=tuple(args.refuses))
+        depth=args.depth, unsupported=args.unsupported, refuses=tuple(args.refuses),
+        shrink=args.shrink)
     unrun = {name for s in sections for name in s["not_run"]}
     if document["summary"]["not_run"] > len([n for s in sections for n in s["not_run"]]):
         unrun |= set(detectors)  # whole implementations the deadline left unloaded

@@ -114,7 +114,7 @@ class Conformance:
             executor.use(target)
         dtype = self.config.getoption("attnzoo_dtype")  # given: it scopes every call
         subject = Subject(target, executor, dtype or "float64", scoped=dtype is not None)
-        return run(detector, subject, self.battery)
+        return run(detector, subject, self.battery, shrink=True)
 
 
 def resolve(executor, locator, config):
@@ -175,9 +175,15 @@ class DetectorItem(pytest.Item):
 
 def describe(finding):
     """The finding as ``attnzoo check`` prints it: message, reproduction, notes."""
-    lines = [finding.message]
-    if finding.evidence is not None and finding.evidence.snippet:
-        lines.append("reproduce:")
-        lines += ["  " + s for s in finding.evidence.snippet.splitlines()]
+    from attnzoo.report import shrunk_lines
+
+    lines, evidence = [finding.message], finding.evidence
+    shrunk = evidence.shrunk if evidence is not None else None
+    lines += [line.strip() for line in shrunk_lines(shrunk)]
+    snippet = (shrunk or {}).get("snippet") or (evidence.snippet if evidence else "")
+    if snippet:
+        lines.append("reproduce:" + (" (the smallest case)" if shrunk and shrunk.get("snippet")
+                                     else ""))
+        lines += ["  " + s for s in snippet.splitlines()]
     lines += [f"note: {n}" for n in finding.notes]
     return "\n".join(lines)

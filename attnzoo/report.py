@@ -94,9 +94,13 @@ def text(section, detectors, verbose=False):
             lines.append(f"          {f.message}")
             if f.evidence is not None and f.evidence.case:
                 lines.append(f"          case: {f.evidence.case}")
-            if f.evidence is not None and f.evidence.snippet:
-                lines.append("          reproduce:")
-                lines += ["            " + s for s in f.evidence.snippet.splitlines()]
+            shrunk = f.evidence.shrunk if f.evidence is not None else None
+            lines += shrunk_lines(shrunk)
+            snippet = (shrunk or {}).get("snippet") or (f.evidence and f.evidence.snippet)
+            if snippet:
+                lines.append("          reproduce:" + (" (the smallest case)" if shrunk and
+                                                       shrunk.get("snippet") else ""))
+                lines += ["            " + s for s in snippet.splitlines()]
         elif f.verdict == NA and verbose or f.verdict == UNSUPPORTED:
             lines.append(f"          {f.message}")
         elif f.unsupported:
@@ -126,6 +130,18 @@ def text(section, detectors, verbose=False):
         verdict = "conformant" if s["conformant"] else "NOT conformant"
     lines.append(f"summary: {', '.join(parts)} in {s['seconds']:.1f} s — {verdict}")
     return "\n".join(lines)
+
+
+def shrunk_lines(shrunk):
+    """``failed at …; smallest failing …`` for a shrunk case, with its own message."""
+    if not shrunk or shrunk.get("skipped"):
+        return []
+    tried = f"{shrunk['attempts']} rerun{'s' if shrunk['attempts'] != 1 else ''}, " \
+        f"at most {shrunk['cap']}"
+    if not shrunk.get("snippet"):
+        return [f"          failed at {shrunk['from']}; no smaller case fails ({tried})"]
+    return [f"          failed at {shrunk['from']}; smallest failing {shrunk['to']} ({tried})",
+            f"          smallest: {shrunk['message']} [{shrunk['call']}]"]
 
 
 def exit_code(sections):

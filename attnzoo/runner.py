@@ -30,8 +30,10 @@ from detectors.kit.verdict import (
 MAX_RERUNS = 64
 
 
-def run(detector, subject, battery):
-    """The detector's verdict on the subject; never raises for the implementation's sake."""
+def run(detector, subject, battery, shrink=False):
+    """The detector's verdict on the subject; never raises for the implementation's sake.
+    With ``shrink``, a flagged attention case is shrunk to a smaller one that still fails
+    (attnzoo.shrink), added to the evidence; the verdict is decided before and stays."""
     subject.calls, subject.impl_seconds = 0, 0.0
     notes = getattr(subject.executor, "notes", [])
     seen = len(notes)
@@ -62,6 +64,11 @@ def run(detector, subject, battery):
             flag = Flag(flag, subject.evidence(sent, index=flag.index))
         finding.verdict, finding.evidence = flag.verdict, flag.evidence
         finding.message = envelope(detector.NAME, flag.text, flag.evidence.call)
+        if shrink:
+            from attnzoo.shrink import smallest
+
+            flag.evidence.shrunk = smallest(detector, subject, battery, flag.evidence.case,
+                                            flag.verdict)
     except ImplementationFailure as failure:
         finding.verdict = failure.verdict
         call = subject.last
@@ -72,6 +79,11 @@ def run(detector, subject, battery):
         )
         finding.message = envelope(detector.NAME, f"expected an answer, got {failure.what}",
                                    described)
+        if shrink:
+            from attnzoo.shrink import smallest
+
+            finding.evidence.shrunk = smallest(detector, subject, battery, subject.current,
+                                               failure.verdict, failure.what)
     except NotApplicable as reason:
         finding.verdict, finding.message = NA, f"[{detector.NAME}] n/a: {reason}"
     except Exception as e:  # noqa: BLE001 - a detector bug is reported, never counted as a kill

@@ -1,15 +1,17 @@
-"""Outputs come back in the dtype that went in; the causal mask is bool.
+"""Outputs come back in the dtype that went in — the attention weights too; the causal mask is bool.
 
 An invariant on types (C1, C6). NumPy 2 promotes a float32 array divided by an ``np.float64``
 scalar such as ``np.sqrt(d_k)`` to float64; a float32 constant tensor silently upcasts half
 inputs; a mask built with ``np.tril(np.ones((T, T)))`` is float. Each works in its own module
-and breaks whoever consumes the result.
+and breaks whoever consumes the result. The weights a lesson function returns are an output
+like ``out``: a softmax upcast to float32 for stability and cast back only for the product
+hands float32 weights to whoever reads them.
 """
 
 from detectors.kit import expect
 from detectors.kit.needs import ATTENTION, CAUSAL_MASK, SELF_ATTENTION, SOFTMAX
 
-PROPERTY = "causal_mask returns bool; every output has the dtype of the inputs (float64, float32, float16, bfloat16)."
+PROPERTY = "causal_mask returns bool; every output, weights included, has the dtype of the inputs (float64, float32, float16, bfloat16)."
 CLAUSES = ("C1", "C6")
 ORACLE = "invariant"
 NEEDS = {"causal_mask": CAUSAL_MASK, "softmax": SOFTMAX, "attention": ATTENTION,
@@ -26,6 +28,8 @@ def dtypes(subject):
 def returns(subject, answer, dtype, what, case):
     with subject.case(case, answer):
         expect.dtype(answer.dtype, dtype, what)
+        if answer.weights_dtype is not None:  # a lesson function returns its weights too
+            expect.dtype(answer.weights_dtype, dtype, "weights")
 
 
 def check(subject, battery):

@@ -299,6 +299,38 @@ class BackwardOrderChanges(LessonTorch):
         return _OrderedSum.apply(out, self.calls), weights
 
 
+class TorchSoftmax(LessonTorch):
+    def softmax(self, x):
+        return torch.softmax(x, dim=-1)  # WRONG: NaN on a row of -inf
+
+
+class WeightsLeftInFloat32(LessonTorch):
+    def attention(self, Q, K, V, mask=None):
+        out, weights = super().attention(Q, K, V, mask)
+        return out, weights.to(torch.promote_types(weights.dtype, torch.float32))  # WRONG
+
+
+class SoftmaxIntoBuffer(LessonNumpy):
+    buffer = np.empty(0)
+
+    def softmax(self, x):
+        out = super().softmax(x)
+        if self.buffer.size < out.size:
+            self.buffer = np.empty(out.size)
+        view = self.buffer[:out.size].reshape(out.shape)
+        view[...] = out
+        return view  # WRONG: the next call writes into the same memory
+
+
+def dropout_shared_across_batch(query, key, value, attn_mask=None, dropout_p=0.0,
+                                is_causal=False, scale=None, enable_gqa=False):
+    weights = torch.softmax(query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1]), dim=-1)
+    if dropout_p > 0:
+        keep = torch.rand(weights.shape[1:]) >= dropout_p  # WRONG: one mask for every item
+        weights = weights * keep / (1 - dropout_p)
+    return weights @ value
+
+
 @dataclass
 class Wrong:
     detector: str
@@ -383,6 +415,17 @@ WRONG = [
           relation="the same backward made twice"),
     Wrong("correct_gradients", QueryDetached, "killed",
           "expected a gradient for query, got no gradient reached query", "f(query", "sdpa"),
+    Wrong("softmax_of_empty_row_is_zero", TorchSoftmax, "nan",
+          "expected softmax[0] finite, got nan", "softmax(x (3,) float64"),
+    Wrong("dtype_follows_input", WeightsLeftInFloat32, "killed",
+          "expected weights of dtype float16, got float32", "attention(Q (2, 3, 4) float16"),
+    Wrong("dropout_pattern_is_independent", dropout_shared_across_batch, "killed",
+          "expected patterns of different batch items to agree on at most 0.5 + ", "f(query",
+          "sdpa", "with V = I the output is the dropped weights (p=0.5)"),
+    Wrong("answers_stay_as_returned", SoftmaxIntoBuffer, "killed",
+          "returned weights[0, 0, 0, 0, 0] = 0.498718, later weights[0, 0, 0, 0, 0] = 1, ",
+          "attention(Q ",
+          relation="the answer as returned, read again after later calls of other shapes"),
     Wrong("allclose_vs_sdpa", UpperTriangleMaskTorch, "killed",
           "F.scaled_dot_product_attention(is_causal=True)'s output, got a different output",
           "causal_self_attention(X (2, 4, 8)"),
@@ -391,12 +434,38 @@ WRONG = [
 ]
 
 
+class _UpstreamInFloat8(torch.autograd.Function):
+    """Identity forward; the backward keeps the upstream gradient in float8 to save memory."""
+
+    @staticmethod
+    def forward(ctx, out):
+        return out.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        if grad.dtype in (torch.float16, torch.bfloat16):
+            return grad.to(torch.float8_e4m3fn).to(grad.dtype)  # WRONG: 4 significant bits
+        return grad
+
+
+class Float8Backward(ScaledDotProductAttention):
+    def __call__(self, *args, **kwargs):
+        return _UpstreamInFloat8.apply(super().__call__(*args, **kwargs))
+
+
+WRONG_AT_STANDARD = [  # properties checked at realistic sizes only
+    Wrong("low_precision_gradients", Float8Backward, "killed", "(gradient of sum(out * G) at "
+          "float16, within 3x the reference's error at float16), got ", "f(query", "sdpa",
+          "within 3x the reference's error at float16"),
+]
+
+
 def wrong_id(case):
     return f"{case.detector}-{getattr(case.impl, '__name__', type(case.impl).__name__)}"
 
 
 def test_every_detector_and_baseline_has_a_wrong_case():
-    assert sorted({w.detector for w in WRONG}) == sorted(NAMES)
+    assert sorted({w.detector for w in WRONG + WRONG_AT_STANDARD}) == sorted(NAMES)
 
 
 @pytest.mark.parametrize("case", WRONG, ids=[wrong_id(w) for w in WRONG])
@@ -408,6 +477,11 @@ def test_detector_flags_its_wrong_case(case, battery):
     assert case.found in finding.message, finding.message
     if case.relation:  # which relation failed is told by the snippet's last line
         assert finding.evidence.snippet.endswith(case.relation), finding.evidence.snippet
+
+
+@pytest.mark.parametrize("case", WRONG_AT_STANDARD, ids=[wrong_id(w) for w in WRONG_AT_STANDARD])
+def test_detector_flags_its_wrong_case_at_standard(case):
+    test_detector_flags_its_wrong_case(case, Battery(0, 1, "standard"))
 
 
 # -- the reference passes every detector ---------------------------------------------------------
@@ -426,6 +500,13 @@ NOT_APPLICABLE = {  # (detector, reference) -> why it does not apply
     ("dropout_is_inverted", "torch"): "dropout is an SDPA argument",
     ("correct_gradients", "numpy"): "autograd needs torch; this is a NumPy implementation",
     ("backward_determinism", "numpy"): "autograd needs torch; this is a NumPy implementation",
+    ("softmax_of_empty_row_is_zero", "sdpa"): "an SDPA-style callable has no softmax",
+    ("dropout_pattern_is_independent", "numpy"): "dropout is an SDPA argument",
+    ("dropout_pattern_is_independent", "torch"): "dropout is an SDPA argument",
+    ("low_precision_gradients", "numpy"): "autograd needs torch; this is a NumPy implementation",
+    # quick cases are tiny; tests/test_properties.py runs it at standard depth
+    ("low_precision_gradients", "torch"): "no case of realistic size",
+    ("low_precision_gradients", "sdpa"): "no case of realistic size",
 }
 
 

@@ -158,8 +158,66 @@ def test_a_snippet_names_each_array_once():
     call = Battery(0).attention[0]
     first, second = subject.attend(call), subject.attend(call)
     code = subject.evidence([first, second]).snippet
-    assert code.count(" = np.array(") == 3  # Q, K and V, reused by the second call
+    made = re.findall(r"^([QKV]\d+) = ", code, flags=re.M)
+    assert sorted(made) == ["K2", "Q1", "V3"], code  # each made once, reused by the second call
+    assert "r2 = impl.attention(Q1, K2, V3)" in code
     assert subject.evidence([first, second]).call.count("attention(") == 1  # said once
+
+
+def run_snippet(code, target, shape):
+    """r1 of a snippet, run for real, as a float64 array of ``shape``."""
+    scope = {}
+    exec(compile(code, "<snippet>", "exec"), scope)  # noqa: S102 - our own reproduction
+    got = scope["r1"][0] if target.contract == "lesson" else scope["r1"]
+    return as_numpy(got).reshape(shape)
+
+
+@pytest.mark.parametrize("row", ["numpy", "sdpa"])
+def test_standard_depth_snippets_redraw_their_inputs_and_reproduce_the_answer(row):
+    """Cases of up to 513 keys and head dims of 256: a few lines each, however large."""
+    target = SNIPPET_TARGETS[row]
+    subject = Subject(target, InProcess(target), "float32")
+    quick = {c.name for c in Battery(0).attention}
+    calls = [c for c in Battery(0, depth="standard").attention
+             if c.name not in quick and subject.supports(c)]
+    assert len(calls) >= (4 if row == "numpy" else 14)
+    for call in calls:
+        answer = subject.attend(call)
+        code = subject.evidence([answer]).snippet
+        assert code.count("\n") < 40 and "np.random.default_rng([0, 0, 10" in code, code
+        assert np.array_equal(run_snippet(code, target, answer.out.shape), answer.out), call.name
+
+
+def test_derived_inputs_are_written_as_their_derivation():
+    """A perturbed copy, a permutation, V = I and a float mask from a bool one: each is a line
+    or two over the battery's arrays, and the calls still reproduce."""
+    target = SNIPPET_TARGETS["sdpa"]
+    subject = Subject(target, InProcess(target))
+    call = next(c for c in Battery(0, depth="standard").attention if c.name == "tiles-equal-dims")
+    k = call.k.copy()
+    k[..., 70, :] += 0.5  # one key bumped
+    derived = {
+        "copy()": call.with_(k=k),
+        "np.take(": call.with_(q=np.take(call.q, np.arange(65)[::-1], axis=-2)),
+        "np.eye(": call.with_(v=np.broadcast_to(np.eye(257), call.v.shape[:-1] + (257,)).copy()),
+        "np.where(": call.with_(mask=None, bias=np.where(call.mask, 0.0, -np.inf)),
+    }
+    for recipe, changed in derived.items():
+        answer = subject.attend(changed)
+        code = subject.evidence([answer]).snippet
+        assert recipe in code and code.count("\n") < 20, code
+        assert np.array_equal(run_snippet(code, target, answer.out.shape), answer.out), recipe
+
+
+def test_an_array_no_recipe_gives_is_printed_as_its_numbers():
+    target = SNIPPET_TARGETS["numpy"]
+    subject = Subject(target, InProcess(target))
+    call = Battery(0).attention[5]
+    odd = call.q + np.random.default_rng(5).standard_normal(call.q.shape) * 1e-3  # off the grid
+    answer = subject.attend(call.with_(q=odd))
+    code = subject.evidence([answer]).snippet
+    assert "Q1 = np.array([" in code and repr(float(odd.flat[0])) in code
+    assert np.array_equal(run_snippet(code, target, answer.out.shape), answer.out)
 
 
 # -- the battery ---------------------------------------------------------------------------------

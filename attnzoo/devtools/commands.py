@@ -113,6 +113,8 @@ def cmd_docs(args):
         print("docs are up to date" if not stale else
               f"{len(stale)} stale file(s): run 'attnzoo docs' (or --from-json "
               f"{docs.JSON_PATH.as_posix()} when only the zoo's text changed)")
+        print(f"{docs.JSON_PATH.as_posix()}: "
+              f"{docs.reproductions(docs.load(root / docs.JSON_PATH))}")
         return 1 if stale else 0
     if args.from_json:
         if not os.path.exists(args.from_json):
@@ -134,4 +136,5 @@ def cmd_docs(args):
             root=root)
     for path in written:
         print(f"wrote {path}")
+    print(f"{docs.JSON_PATH.as_posix()}: {docs.reproductions(data)}")
     return 0

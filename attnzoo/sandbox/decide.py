@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from attnzoo.sandbox import wire
+from attnzoo.sandbox import gradcheck, wire
 from detectors.kit.calls import ARG_NAMES, RETURNS, Result
 from detectors.kit.verdict import CRASHED, ImplementationFailure
 
@@ -44,7 +44,7 @@ def encode(request, target):
                 "shape": list(np.shape(request.grad))}
     header = {"fn": request.fn, "args": args, "kwargs": kwargs, "grad": grad,
               "gradcheck": bool(request.gradcheck), "seed": request.seed,
-              "strided": bool(request.strided), "call": request.describe()}
+              "strided": bool(request.strided), "keep": None, "call": request.describe()}
     return header, [bytes(memoryview(b).cast("B")) for b in buffers], sent
 
 
@@ -66,33 +66,31 @@ def for_worker(header, buffers):
 
 def decide(reply, buffers, sent, sent_buffers, request, target):
     """A Result from a reply the worker sent, trusting nothing in it."""
-    call = request.describe()
     try:
         return _decide(reply, buffers, sent, sent_buffers, request, target)
     except wire.NotNumbers as e:
         raise ImplementationFailure(
-            CRASHED, f"returned an array of {e.name}, not numbers", call) from None
+            CRASHED, f"returned an array of {e.name}, not numbers", request.describe()) from None
     except (wire.Malformed, KeyError, TypeError, ValueError, AttributeError, IndexError,
             OverflowError, RecursionError) as e:
         raise ImplementationFailure(
-            CRASHED, f"sent a reply attnzoo cannot read ({type(e).__name__}: {e})", call
-        ) from None
+            CRASHED, f"sent a reply attnzoo cannot read ({type(e).__name__}: {e})",
+            request.describe()) from None
 
 
 def _decide(reply, buffers, sent, sent_buffers, request, target):
-    want = 1 if request.gradcheck else RETURNS[request.fn]
+    want = 0 if request.gradcheck else RETURNS[request.fn]
     values = reply["values"]
     if not isinstance(values, list) or len(values) != want:
         raise wire.Malformed(f"{len(values)} answers where {want} were due")
     seconds = reply["seconds"]
     if not isinstance(seconds, (int, float)) or not math.isfinite(seconds) or seconds < 0:
         raise wire.Malformed(f"a call time of {seconds!r}")
-    if request.gradcheck:
-        ok, name = wire.array(values[0], buffers)
-        message = reply.get("message", "")
-        if name != "bool" or ok.size != 1 or not isinstance(message, str):
-            raise wire.Malformed("a gradcheck reply that is not one bool and a message")
-        return Result((np.array(bool(ok.reshape(()))),), ("bool",), (), seconds, None, message)
+    if request.gradcheck:  # the differentiable inputs: the float arguments, in order
+        shapes = [list(a.shape) for a in request.args
+                  if isinstance(a, np.ndarray) and a.dtype != bool]
+        ok, message = gradcheck.decide(reply["gradcheck"], buffers, shapes, request.describe())
+        return Result((np.array(ok),), ("bool",), (), seconds, None, message)
     arrays = [wire.array(v, buffers) for v in values]
     out = tuple(_as_answer(a, name, target.backend) for a, name in arrays)
     dtypes = tuple(name for _, name in arrays)
@@ -144,3 +142,21 @@ def _grads(grads, buffers, request):
         raise wire.Malformed("gradients for arguments the call does not have")
     return {n: None if g is None else np.array(wire.array(g, buffers)[0], dtype=np.float64)
             for n, g in grads.items()}
+
+
+def reread(reply, buffers, handle, target):
+    """The answers kept under ``handle``, read again now: (values as in a Result, dtype names)."""
+    try:
+        values = reply["values"]
+        if not isinstance(values, list):
+            raise wire.Malformed(f"no answers kept under handle {handle}")
+        arrays = [wire.array(v, buffers) for v in values]
+    except wire.NotNumbers as e:
+        raise ImplementationFailure(
+            CRASHED, f"a kept answer now holds {e.name}, not numbers", "re-reading") from None
+    except (wire.Malformed, KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+        raise ImplementationFailure(
+            CRASHED, f"sent a reply attnzoo cannot read ({type(e).__name__}: {e})",
+            "re-reading a kept answer") from None
+    return (tuple(_as_answer(a, name, target.backend) for a, name in arrays),
+            tuple(name for _, name in arrays))

@@ -16,8 +16,8 @@ import sys
 import threading
 import time
 
-from attnzoo.sandbox import decide, hygiene, probes, wire
-from attnzoo.sandbox.target import BadTarget, Manifest, load, manifest
+from attnzoo.sandbox import decide, hygiene, offer, probes, wire
+from attnzoo.sandbox.target import BadTarget, load, manifest
 from detectors.kit.verdict import CRASHED, HUNG, ImplementationFailure
 
 CALL_SECONDS = 10.0  # per-call time limit
@@ -43,6 +43,7 @@ class InProcess:
         self.manifest = manifest(self.obj, target)
         self.call_seconds = call_seconds
         self.notes = []
+        self.kept, self.handles, self.issued = {}, 0, []  # answers kept as returned
 
     def fresh(self):
         """An executor on a new instance of the implementation, with none of its history."""
@@ -64,17 +65,24 @@ class InProcess:
 
     def run(self, request):
         header, buffers, sent = decide.encode(request, self.target)
+        handle = header["keep"] = _handle(self, request)
         reply, out = self._execute(request, decide.for_worker(header, buffers))
-        return decide.decide(reply, out, sent, buffers, request, self.target)
+        return kept_as(decide.decide(reply, out, sent, buffers, request, self.target), handle)
+
+    def reread(self, handle):
+        """The answer of a call made with ``keep`` as its arrays hold it now: (values, dtypes)."""
+        _still_kept(self, handle)
+        reply, out = probes.reread(self.target, self.kept, handle)
+        return decide.reread(reply, out, handle, self.target)
 
     def _execute(self, request, decoded):
         limit = limit_for(request, self.call_seconds)
         if threading.current_thread() is not threading.main_thread():
-            return probes.execute(self.obj, self.target, self.manifest, decoded)
+            return probes.execute(self.obj, self.target, self.manifest, decoded, self.kept)
         previous = signal.signal(signal.SIGALRM, _raise_timeout)
         signal.setitimer(signal.ITIMER_REAL, limit)
         try:
-            return probes.execute(self.obj, self.target, self.manifest, decoded)
+            return probes.execute(self.obj, self.target, self.manifest, decoded, self.kept)
         except probes.CallTimeout:
             raise ImplementationFailure(
                 HUNG, f"no answer within {limit:g} s", request.describe()
@@ -94,6 +102,30 @@ class InProcess:
 
 def _raise_timeout(signum, frame):
     raise probes.CallTimeout()
+
+
+def _handle(executor, request):
+    """A new handle for an answer to keep, or None when the request does not ask for it; the
+    executor remembers the last :data:`probes.KEPT`, which is what the target side keeps."""
+    if not request.keep:
+        return None
+    executor.handles += 1
+    executor.issued = (executor.issued + [executor.handles])[-probes.KEPT:]
+    return executor.handles
+
+
+def _still_kept(executor, handle):
+    if handle in getattr(executor, "lost", ()):
+        raise ImplementationFailure(CRASHED, "the worker holding the answer was restarted",
+                                    "re-reading a kept answer")
+    if handle not in executor.issued:  # a detector kept more than the target side holds
+        raise LookupError(f"answer {handle} is no longer kept: at most {probes.KEPT} are")
+
+
+def kept_as(result, handle):
+    if handle is not None:
+        result.kept = handle
+    return result
 
 
 class Isolated:
@@ -117,6 +149,7 @@ class Isolated:
         self.proc = self.sock = self.output = None
         self.warm, self.hung_cold = set(), set()
         self.manifest = None
+        self.handles, self.issued, self.lost = 0, [], set()  # answers the worker keeps
         self._spawn()
         if target is not None:
             self.use(target)
@@ -130,6 +163,8 @@ class Isolated:
         child.close()
         self.sock = parent
         self.warm = set()
+        self.lost.update(self.issued)  # what the old worker kept died with it
+        self.issued = []
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -175,10 +210,9 @@ class Isolated:
         self.target = target
         what = f"{target.locator} while importing it"
         reply = self._ask({"verb": "target", "target": vars(target)}, what)
-        offered = reply.get("ready")
         try:
-            self.manifest = Manifest.from_json(offered)
-        except (TypeError, ValueError, AttributeError):
+            self.manifest = offer.decide(reply.get("ready"), target)
+        except offer.Malformed:
             raise BadTarget(f"{what}: the worker sent no usable list of functions: "
                             "fix the module") from None
         return self.manifest
@@ -208,6 +242,7 @@ class Isolated:
         if cold:
             limit = max(limit, self.warmup_seconds)
         header, buffers, sent = decide.encode(request, self.target)
+        handle = header["keep"] = _handle(self, request)
         try:
             reply, out = self._exchange(dict(header, verb="call"), buffers, limit,
                                         request.describe())
@@ -225,7 +260,16 @@ class Isolated:
             if reply["fail"] != CRASHED or not isinstance(what, str):
                 what = "sent a failure attnzoo cannot read"
             raise ImplementationFailure(CRASHED, what[:2000], request.describe())
-        return decide.decide(reply, out, sent, buffers, request, self.target)
+        return kept_as(decide.decide(reply, out, sent, buffers, request, self.target), handle)
+
+    def reread(self, handle):
+        """The answer of a call made with ``keep`` as the worker's arrays hold it now."""
+        if self.proc is None:  # it died since: what it kept is gone with it
+            self.lost.update(self.issued)
+        _still_kept(self, handle)
+        reply, out = self._exchange({"verb": "reread", "handle": handle}, (),
+                                    self.call_seconds, "re-reading a kept answer")
+        return decide.reread(reply, out, handle, self.target)
 
     def _exchange(self, header, buffers, limit, call):
         """Send one message and read one reply within ``limit`` seconds (and the deadline)."""

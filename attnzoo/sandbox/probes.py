@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 
+from attnzoo.sandbox import gradcheck
 from detectors.kit.calls import ARG_NAMES, RETURNS
 from detectors.kit.verdict import CRASHED, ImplementationFailure
 
@@ -26,8 +27,12 @@ class CallTimeout(BaseException):
     """Raised into a call that ran past its time limit (in-process execution)."""
 
 
-def execute(obj, target, manifest, request):
-    """Run one decoded request against a loaded target: (reply header, buffers)."""
+KEPT = 16  # answers kept as returned (Request.keep), oldest dropped first
+
+
+def execute(obj, target, manifest, request, kept=None):
+    """Run one decoded request against a loaded target: (reply header, buffers). With
+    ``request["keep"]`` (a handle) the returned objects are kept in ``kept`` under it."""
     backend = _Torch(target.device) if target.backend == "torch" else _Numpy()
     fn = _function(obj, manifest, request)
     args = [backend.build(a, request) for a in request["args"]]
@@ -36,22 +41,39 @@ def execute(obj, target, manifest, request):
         backend.seed(request["seed"])
     buffers = []
     if request["gradcheck"]:
-        ok, message, seconds = backend.gradcheck(fn, args, kwargs, request)
-        value = np.array([ok], dtype=bool)
-        return {"values": [_plain(value, buffers)], "inputs": [], "seconds": seconds,
-                "message": message}, buffers
+        start = time.perf_counter()
+        data = backend.gradcheck(fn, args, kwargs, request, buffers)
+        return {"values": [], "inputs": [], "seconds": time.perf_counter() - start,
+                "gradcheck": data}, buffers
     if request["grad"] is not None:
         args = backend.requires_grad(args)
     start = time.perf_counter()
     answer = guarded(fn, args, kwargs, request)
     seconds = time.perf_counter() - start
     items = _unpack(answer, request, backend)
-    values = [backend.read(a, buffers, request) for a in items]
-    grads = backend.grads(items[0], args, request, buffers) if request["grad"] is not None \
-        else None
-    inputs = [backend.read(a, buffers, request) for a in list(args) + list(kwargs.values())
-              if backend.is_array(a)]
+    if request.get("keep") is not None and kept is not None:
+        kept[request["keep"]] = items  # the objects themselves, not a copy
+        while len(kept) > KEPT:
+            kept.pop(next(iter(kept)))
+    arrays = [a for a in list(args) + list(kwargs.values()) if backend.is_array(a)]
+    if request["grad"] is None:  # the answers, then the inputs, in one reading
+        read = backend.read_all(list(items) + arrays, buffers, request)
+        values, grads, inputs = read[:len(items)], None, read[len(items):]
+    else:  # the backward runs the implementation's code: not inside a reading
+        values = backend.read_all(items, buffers, request)
+        grads = backend.grads(items[0], args, request, buffers)
+        inputs = backend.read_all(arrays, buffers, request)
     return {"values": values, "inputs": inputs, "seconds": seconds, "grads": grads}, buffers
+
+
+def reread(target, kept, handle):
+    """The answers kept under ``handle`` as their storage holds them now: (reply, buffers)."""
+    backend = _Torch(target.device) if target.backend == "torch" else _Numpy()
+    items, buffers = kept.get(handle), []
+    if items is None:
+        return {"values": None}, buffers
+    request = {"call": "re-reading a kept answer"}
+    return {"values": backend.read_all(items, buffers, request)}, buffers
 
 
 def guarded(fn, args, kwargs, request):
@@ -77,12 +99,16 @@ def _exception(e):
 
 
 def _function(obj, manifest, request):
-    if request["fn"] == "sdpa":
+    """The function a request calls. In a worker ``manifest`` is None: the parent decided
+    what the target offers and asks only for that."""
+    fn = request["fn"]
+    if fn == "sdpa":
         return obj
-    reason = manifest.lacks(request["fn"])
-    if reason:
-        raise ImplementationFailure(CRASHED, reason, request["call"])
-    return getattr(obj, request["fn"])
+    reason = manifest.lacks(fn) if manifest is not None else None
+    f = getattr(obj, fn, None)
+    if reason or not callable(f):
+        raise ImplementationFailure(CRASHED, reason or f"the target has no {fn}", request["call"])
+    return f
 
 
 def _unpack(answer, request, backend):
@@ -143,10 +169,13 @@ class _Numpy:
         """The bytes in the array's own memory, whatever its class claims."""
         return _plain(_ndarray_view(a, np.ndarray), buffers)
 
+    def read_all(self, arrays, buffers, request):
+        return [self.read(a, buffers, request) for a in arrays]
+
     def requires_grad(self, args):
         raise ImplementationFailure(CRASHED, "NumPy has no autograd", "gradient")
 
-    def gradcheck(self, fn, args, kwargs, request):
+    def gradcheck(self, fn, args, kwargs, request, buffers):
         raise ImplementationFailure(CRASHED, "NumPy has no autograd", "gradcheck")
 
 
@@ -191,28 +220,36 @@ class _Torch:
     @contextlib.contextmanager
     def bare(self):
         """No __torch_function__ (subclass or mode) and no Python dispatch while reading."""
-        torch = self.torch
-        with contextlib.ExitStack() as stack:
-            stack.enter_context(torch._C.DisableTorchFunction())
-            if hasattr(torch._C, "_DisableTorchDispatch"):
-                stack.enter_context(torch._C._DisableTorchDispatch())
+        C = self.torch._C
+        no_dispatch = getattr(C, "_DisableTorchDispatch", contextlib.nullcontext)
+        with C.DisableTorchFunction(), no_dispatch():
             yield
 
     def read(self, a, buffers, request):
         """The tensor's storage, read with TensorBase's C methods, never the object's own."""
+        return self.read_all((a,), buffers, request)[0]
+
+    def read_all(self, tensors, buffers, request):
+        """:meth:`_read` of each tensor, all under one :meth:`bare` (entering it is most of
+        the cost of reading the battery's small answers)."""
+        with self.bare():
+            return [self._read(a, buffers, request) for a in tensors]
+
+    def _read(self, a, buffers, request):
         torch, B = self.torch, self.base
         try:
-            with self.bare():
-                t = B.contiguous(B.to(B.detach(a), "cpu"))
-                name = str(B.dtype.__get__(t)).removeprefix("torch.")
-                if name in ("float16", "bfloat16"):
-                    t = B.view(t, torch.int16)
-                elif name == "bool":
-                    t = B.view(t, torch.uint8)
-                elif B.is_complex(t) or B.is_quantized.__get__(t) or name not in _READABLE:
-                    return {"dtype": name, "shape": list(B.shape.__get__(t))}
-                shape = list(B.shape.__get__(t))
-                raw = _ndarray_tobytes(B.numpy(B.clone(t)), order="C")
+            t = B.contiguous(B.to(B.detach(a), "cpu"))
+            name = str(B.dtype.__get__(t)).removeprefix("torch.")
+            if name in ("float16", "bfloat16"):
+                t = B.view(t, torch.int16)
+            elif name == "bool":
+                t = B.view(t, torch.uint8)
+            elif B.is_complex(t) or B.is_quantized.__get__(t) or name not in _READABLE:
+                return {"dtype": name, "shape": list(B.shape.__get__(t))}
+            shape = list(B.shape.__get__(t))
+            # tobytes copies; resolve_neg materialises a lazily negated view (numpy() refuses
+            # one) and is the tensor itself otherwise
+            raw = _ndarray_tobytes(B.numpy(B.resolve_neg(t)), order="C")
         except Exception as e:  # noqa: BLE001 - storage that cannot be read is no answer
             raise ImplementationFailure(
                 CRASHED, f"returned a tensor whose data cannot be read ({_exception(e)})",
@@ -247,31 +284,15 @@ class _Torch:
         return {n: None if a.grad is None else self.read(a.grad, buffers, request)
                 for n, a in floats}
 
-    def gradcheck(self, fn, args, kwargs, request):
-        torch = self.torch
-        leaves = self.requires_grad(args)
-
-        def check(*_):
-            return torch.autograd.gradcheck(
-                lambda *xs: _first(fn(*xs, **kwargs)), leaves, raise_exception=True
-            )
-
-        start = time.perf_counter()
-        try:
-            ok, message = guarded(check, (), {}, request), ""
-        except ImplementationFailure as e:
-            if "GradcheckError" not in e.what:
-                raise
-            ok, message = False, e.what.split(": ", 1)[-1]
-        return bool(ok), message, time.perf_counter() - start
+    def gradcheck(self, fn, args, kwargs, request, buffers):
+        """What torch.autograd.gradcheck would compute, as raw data (attnzoo.sandbox.gradcheck
+        decides in the parent)."""
+        return gradcheck.collect(self, fn, args, kwargs, request, buffers, _exception,
+                                 CallTimeout)
 
 
 _READABLE = ("float64", "float32", "int8", "int16", "int32", "int64", "uint8", "uint16",
              "uint32", "uint64")
-
-
-def _first(answer):
-    return answer[0] if isinstance(answer, (tuple, list)) else answer
 
 
 def _is_float(torch, a):

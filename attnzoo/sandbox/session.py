@@ -14,16 +14,27 @@ from attnzoo.sandbox.executor import DeadlineReached, Isolated
 
 
 class Progress:
-    """``[3/24] causality: 41 calls, 12 s`` on stderr, rewritten in place; only on a terminal."""
+    """``[3/24] causality: 5/40 cases, 41 calls, 12 s elapsed`` on stderr, rewritten in place
+    at most five times a second, as tqdm and rich do; silent unless stderr is a terminal."""
 
     def __init__(self, stream=None):
         self.stream = stream or sys.stderr
         self.on = self.stream.isatty()
         self.start = time.monotonic()
-        self.label, self.calls, self.shown = "", 0, 0.0
+        self.label, self.calls, self.shown, self.where = "", 0, 0.0, ""
 
     def detector(self, i, n, name):
-        self.label, self.calls = f"[{i}/{n}] {name}", 0
+        self.label, self.calls, self.where = f"[{i}/{n}] {name}", 0, ""
+        self._show(force=True)
+
+    def case(self, done, total, name=None):
+        """The detector is at case ``done + 1`` of the ``total`` it iterates (done: all)."""
+        self.where = f"{done}/{total} cases" + (f" ({name})" if name and done < total else "")
+        self._show(force=done == 0)
+
+    def stage(self, text):
+        """What the detector does after its cases (shrinking a failing one)."""
+        self.where = text
         self._show(force=True)
 
     def call(self):
@@ -35,7 +46,8 @@ class Progress:
         if not self.on or (not force and now - self.shown < 0.2):
             return
         self.shown = now
-        self.stream.write(f"\r\x1b[K{self.label}: {self.calls} calls, "
+        where = f"{self.where}, " if self.where else ""
+        self.stream.write(f"\r\x1b[K{self.label}: {where}{self.calls} calls, "
                           f"{now - self.start:.0f} s elapsed")
         self.stream.flush()
 

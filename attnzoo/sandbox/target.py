@@ -13,8 +13,6 @@ import os
 import sys
 from dataclasses import dataclass, replace
 
-from detectors.kit.capabilities import unknown
-
 LESSON_FUNCTIONS = ("causal_mask", "softmax", "attention", "causal_self_attention")
 LESSON_ARITY = {"causal_mask": 1, "softmax": 1, "attention": 4, "causal_self_attention": 4}
 LESSON_SIGNATURE = {
@@ -66,24 +64,6 @@ class Manifest:
 
     def lacks(self, fn):
         return self.functions.get(fn, f"the target has no {fn}")
-
-    def to_json(self):
-        return {"functions": dict(self.functions), "keywords": list(self.keywords),
-                "unsupported": list(self.unsupported), "refuses": list(self.refuses)}
-
-    @classmethod
-    def from_json(cls, data):
-        """A manifest the worker sent, checked to be what a manifest holds."""
-        functions, keywords = data["functions"], data["keywords"]
-        unsupported, refuses = data.get("unsupported", []), data.get("refuses", [])
-        if not (isinstance(functions, dict) and isinstance(keywords, list)
-                and set(functions) <= {*LESSON_FUNCTIONS, "sdpa"}
-                and all(v is None or isinstance(v, str) for v in functions.values())
-                and set(keywords) <= set(SDPA_KEYWORDS)
-                and isinstance(unsupported, list) and unknown(unsupported) is None
-                and isinstance(refuses, list) and all(isinstance(r, str) for r in refuses)):
-            raise ValueError("not a manifest")
-        return cls(functions, tuple(keywords), tuple(unsupported), tuple(refuses))
 
 
 def load(locator):
@@ -232,87 +212,9 @@ def _type_of(fn, args):
 
 
 def manifest(obj, target):
-    """Check signatures and list what the target offers; raise BadTarget if nothing usable."""
-    if target.contract == "sdpa":
-        return _sdpa_manifest(obj, target)
-    functions = {}
-    for fn in LESSON_FUNCTIONS:
-        f = getattr(obj, fn, None)
-        if f is None:
-            functions[fn] = f"{target.name} defines no {fn}"
-            continue
-        if not callable(f):
-            raise BadTarget(f"{target.locator}: {fn} is not callable: define it as a function")
-        if not _binds(f, LESSON_ARITY[fn]):
-            raise BadTarget(
-                f"{target.locator}: {fn}{_sig(f)} does not match the contract "
-                f"{LESSON_SIGNATURE[fn]}: fix its parameters"
-            )
-        functions[fn] = None
-    if all(functions.values()):
-        raise BadTarget(
-            f"{target.locator} defines none of {', '.join(LESSON_FUNCTIONS)}: "
-            "implement the lesson contract, or name a callable as file.py:func"
-        )
-    return Manifest(functions)
+    """Check signatures and list what the target offers; raise BadTarget if nothing usable.
+    Facts are read from the object and decided on as data (attnzoo.sandbox.offer), here as
+    in the parent of a worker."""
+    from attnzoo.sandbox import offer
 
-
-def declared(obj, target):
-    """(unsupported, refuses) declared beside the callable: ``ATTNZOO_UNSUPPORTED`` and
-    ``ATTNZOO_REFUSES`` on the function itself or at its module's top level."""
-    module = inspect.getmodule(obj)
-    out = []
-    for name in ("ATTNZOO_UNSUPPORTED", "ATTNZOO_REFUSES"):
-        value = getattr(obj, name, getattr(module, name, ()))
-        if isinstance(value, str):
-            value = (value,)
-        if not (isinstance(value, (tuple, list, frozenset, set))
-                and all(isinstance(v, str) for v in value)):
-            raise BadTarget(f"{target.locator}: {name} must be a tuple of strings")
-        out.append(tuple(sorted(value)) if name == "ATTNZOO_UNSUPPORTED" else tuple(value))
-    bad = unknown(out[0])
-    if bad is not None:
-        from detectors.kit.capabilities import VOCABULARY
-
-        raise BadTarget(f"{target.locator}: ATTNZOO_UNSUPPORTED names {bad!r}, not a "
-                        f"capability: use {', '.join(VOCABULARY)}")
-    return tuple(out)
-
-
-def _sdpa_manifest(obj, target):
-    if not callable(obj):
-        raise BadTarget(f"{target.locator} is not callable: name a function as file.py:func")
-    unsupported, refuses = declared(obj, target)
-    try:
-        sig = inspect.signature(obj)
-    except (TypeError, ValueError):  # builtins such as F.scaled_dot_product_attention
-        return Manifest({"sdpa": None}, SDPA_KEYWORDS, unsupported, refuses)
-    params = sig.parameters.values()
-    var_kw = any(p.kind is p.VAR_KEYWORD for p in params)
-    try:
-        sig.bind(None, None, None)
-    except TypeError:
-        raise BadTarget(
-            f"{target.locator}{sig} cannot be called as {SDPA_SIGNATURE}: fix its parameters"
-        ) from None
-    accepted = tuple(k for k in SDPA_KEYWORDS if var_kw or k in sig.parameters)
-    return Manifest({"sdpa": None}, accepted, unsupported, refuses)
-
-
-def _binds(f, arity):
-    try:
-        sig = inspect.signature(f)
-    except (TypeError, ValueError):
-        return True
-    try:
-        sig.bind(*([None] * arity))
-    except TypeError:
-        return False
-    return True
-
-
-def _sig(f):
-    try:
-        return str(inspect.signature(f))
-    except (TypeError, ValueError):
-        return "(...)"
+    return offer.decide(offer.facts(obj, target), target)

@@ -4,9 +4,12 @@ It speaks :mod:`attnzoo.sandbox.wire` over the socket whose descriptor is argv[1
 headers, raw buffers, never a pickle), one message each way at a time:
 ``{"verb": "describe", "locator"}`` → ``{"described": info}`` | ``{"bad": message}``;
 ``{"verb": "infer", "locator"}`` → ``{"inferred": "numpy" | "torch" | None}`` (runs the
-target's code); ``{"verb": "target", "target": fields}`` → ``{"ready": manifest}`` |
-``{"bad": message}``; ``{"verb": "call", ...request}`` → a reply of raw arrays
-(:func:`probes.execute`) | ``{"fail": verdict, "what": text}``.
+target's code); ``{"verb": "target", "target": fields}`` → ``{"ready": facts}``
+(:func:`offer.facts`: the parent decides the manifest) | ``{"bad": message}``;
+``{"verb": "call", ...request}`` → a reply of raw arrays (:func:`probes.execute`; a gradcheck
+as the raw data of :func:`gradcheck.collect`) | ``{"fail": verdict, "what": text}``.
+``{"verb": "reread", "handle"}`` → the answers a call with ``"keep"`` returned, as their storage
+holds them now.
 Nothing here decides a verdict: the parent reads every reply as untrusted data.
 """
 
@@ -20,11 +23,11 @@ def main(fd):
 
     hygiene.die_with_parent()
     sock = socket.socket(fileno=fd)
-    from attnzoo.sandbox import decide, probes, wire
-    from attnzoo.sandbox.target import BadTarget, Target, describe, infer_backend, load, manifest
+    from attnzoo.sandbox import decide, offer, probes, wire
+    from attnzoo.sandbox.target import BadTarget, Target, describe, infer_backend, load
     from detectors.kit.verdict import ImplementationFailure
 
-    loaded, target, offered = {}, None, None
+    loaded, target, kept = {}, None, {}
     while True:
         try:
             header, buffers = wire.read(sock)
@@ -39,11 +42,12 @@ def main(fd):
                 reply = {"inferred": infer_backend(_load(loaded, header["locator"], load))}
             elif verb == "target":
                 target = Target(**header["target"])
-                offered = manifest(_load(loaded, target.locator, load), target)
-                reply = {"ready": offered.to_json()}
+                reply = {"ready": offer.facts(_load(loaded, target.locator, load), target)}
+            elif verb == "reread":
+                reply, out = probes.reread(target, kept, header.get("handle"))
             else:
                 request = decide.for_worker(header, buffers)
-                reply, out = probes.execute(loaded[target.locator], target, offered, request)
+                reply, out = probes.execute(loaded[target.locator], target, None, request, kept)
         except BadTarget as e:
             reply = {"bad": str(e)}
         except ImplementationFailure as e:

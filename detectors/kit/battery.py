@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from detectors.kit.reproduce import grid_draw, remember, trace
 from reference import exact, loop_oracle
 
 GRID = 8  # inputs are multiples of 1/GRID
@@ -39,6 +40,7 @@ class Spec:
     key_logits: float = 1.0  # multiplies K: with ``logits``, raw Q·Kᵀ past float16's 65504
     strided: bool = False  # arrays arrive as non-contiguous views
     unbatched: bool = False  # SDPA is sent fewer than (N, H, L, E) axes, as torch accepts
+    pads: tuple | None = None  # masked prefixes of a "left-padding" mask (LEFT_PADS if None)
     tags: tuple = ()
 
     @property
@@ -241,7 +243,15 @@ def _oracle(call, alignment):
 
 
 def grid(rng, shape, scale=1.0):
-    """Normal draws rounded to the 1/8 grid (times a power-of-two scale)."""
+    """Normal draws rounded to the 1/8 grid (times a power-of-two scale); traced, so that a
+    reproduction can redraw them from the generator's seed."""
+    out = _grid(rng, shape, scale)
+    trace(rng, out, grid_draw(shape, scale))
+    return out
+
+
+def _grid(rng, shape, scale=1.0):
+    """:func:`grid` untraced, for the battery's own draws (remembered by their stream)."""
     return np.round(rng.standard_normal(shape) * GRID) / GRID * scale
 
 
@@ -273,43 +283,57 @@ class Battery:
 
     def _draw(self, r, base, attention, selfs, softmaxes):
         for i, spec in enumerate(attention):
-            rng = np.random.default_rng([self.seed, r, base + i])
-            self.attention.append(materialise(spec, rng, r))
+            self.attention.append(materialise(spec, [self.seed, r, base + i], r))
         for i, spec in enumerate(selfs):
-            rng = np.random.default_rng([self.seed, r, base + 100 + i])
-            self.self_attention.append(materialise_self(spec, rng, r))
+            self.self_attention.append(materialise_self(spec, [self.seed, r, base + 100 + i], r))
         for i, shape in enumerate(softmaxes):
-            rng = np.random.default_rng([self.seed, r, base + 200 + i])
+            stream = [self.seed, r, base + 200 + i]
+            x = softmax_input(shape, np.random.default_rng(stream))
+            remember(stream, [(x, softmax_draw(shape))])
             name = f"softmax-{'x'.join(map(str, shape))}" + (f"#{r}" if r else "")
-            self.softmax.append(SoftmaxCall(softmax_input(shape, rng), name))
+            self.softmax.append(SoftmaxCall(x, name))
 
     def calls(self, contract, where=lambda spec: True):
         return [c for c in self.attention if contract in c.spec.contracts and where(c.spec)]
 
 
-def materialise(spec, rng, rep=0):
-    q = grid(rng, spec.q, spec.logits)
-    k = grid(rng, spec.k, spec.key_logits)
-    v = grid(rng, spec.v)
-    mask = _mask(spec.mask, spec.mask_shape, rng) if spec.mask else None
+def materialise(spec, stream, rep=0):
+    """The spec's call drawn from ``default_rng(stream)``; the draws are remembered, so a
+    reproduction can redraw them from the stream instead of printing them."""
+    drawn = isinstance(stream, np.random.Generator)  # a caller's own generator: not remembered
+    rng = stream if drawn else np.random.default_rng(stream)
+    q = _grid(rng, spec.q, spec.logits)
+    k = _grid(rng, spec.k, spec.key_logits)
+    v = _grid(rng, spec.v)
+    mask = _mask(spec.mask, spec.mask_shape, rng, spec.pads) if spec.mask else None
     bias = _bias(spec.bias, spec.mask_shape, rng) if spec.bias else None
+    draws = [(q, grid_draw(spec.q, spec.logits)), (k, grid_draw(spec.k, spec.key_logits)),
+             (v, grid_draw(spec.v))]
+    if spec.mask:
+        draws.append((mask, mask_draw(spec.mask, spec.mask_shape, spec.pads)))
+    if spec.bias:
+        draws.append((bias, grid_draw(spec.mask_shape) + (
+            f"{{x}}[{{rng}}.random({tuple(spec.mask_shape)}) < 0.3] = -np.inf",)))
+    if not drawn:
+        remember(stream, draws)
     name = spec.name if rep == 0 else f"{spec.name}#{rep}"
     return Call(spec, q, k, v, mask, bias, name)
 
 
-def materialise_self(spec, rng, rep=0):
+def materialise_self(spec, stream, rep=0):
+    rng = np.random.default_rng(stream)
     d_model = spec.x[-1]
-    x = grid(rng, spec.x)
-    w_q = grid(rng, (d_model, spec.d_k), spec.logits)
-    w_k = grid(rng, (d_model, spec.d_k))
-    w_v = grid(rng, (d_model, spec.d_v))
+    shapes = (spec.x, (d_model, spec.d_k), (d_model, spec.d_k), (d_model, spec.d_v))
+    scales = (1.0, spec.logits, 1.0, 1.0)
+    x, w_q, w_k, w_v = (_grid(rng, s, c) for s, c in zip(shapes, scales))
+    remember(stream, [(a, grid_draw(s, c)) for a, s, c in zip((x, w_q, w_k, w_v), shapes, scales)])
     name = spec.name if rep == 0 else f"{spec.name}#{rep}"
     return SelfCall(spec, x, w_q, w_k, w_v, name)
 
 
 def softmax_input(shape, rng):
     """Scores with a few -inf entries, never a whole row of them."""
-    x = grid(rng, shape, 2.0)
+    x = _grid(rng, shape, 2.0)
     if len(shape) > 1:
         holes = rng.random(shape) < 0.25
         holes[..., 0] = False
@@ -317,17 +341,49 @@ def softmax_input(shape, rng):
     return x
 
 
-def _mask(kind, shape, rng):
+def softmax_draw(shape):
+    """The lines of :func:`softmax_input`, for a reproduction."""
+    lines = grid_draw(shape, 2.0)
+    if len(shape) > 1:
+        lines += (f"_holes = {{rng}}.random({tuple(shape)}) < 0.25", "_holes[..., 0] = False",
+                  "{x}[_holes] = -np.inf")
+    return lines
+
+
+def mask_draw(kind, shape, pads=None):
+    """The lines that make :func:`_mask`'s mask, before its per-row fix-ups (a reproduction
+    writes those as edits)."""
+    shape = tuple(shape)
+    L, S = (shape[-2] if len(shape) > 1 else 1), shape[-1]
+    if kind == "causal":
+        return (f"{{x}} = np.tril(np.ones(({L}, {S}), dtype=bool)).reshape({shape})",)
+    if kind in ("key-padding", "left-padding"):
+        ends = _key_lengths(shape) if kind == "key-padding" else _left_pads(shape, pads)
+        op = "<" if kind == "key-padding" else ">="
+        return (f"{{x}} = (np.arange({S}) {op} np.array({ends.tolist()})[:, None])"
+                f".reshape({shape})",)
+    return (f"{{x}} = {{rng}}.random({shape}) < 0.65",)
+
+
+def _key_lengths(shape):
+    return np.linspace(2, shape[-1], num=shape[0]).round().astype(int)  # (B,)
+
+
+def _left_pads(shape, pads=None):
+    return np.minimum(np.resize(pads or LEFT_PADS, shape[0]), shape[-1] - 1)  # (B,), a key kept
+
+
+def _mask(kind, shape, rng, pads=None):
     """A keep-convention bool mask: True = may attend. A (S,) shape is one row for every query."""
     L, S = (shape[-2] if len(shape) > 1 else 1), shape[-1]
     if kind == "causal":
         return np.tril(np.ones((L, S), dtype=bool)).reshape(shape)
     if kind == "key-padding":  # each item keeps a different prefix of its keys
-        lengths = np.linspace(2, S, num=shape[0]).round().astype(int)
+        lengths = _key_lengths(shape)
         keep = np.arange(S)[None, :] < lengths[:, None]  # (B, S)
         return keep.reshape(shape[:1] + (1,) * (len(shape) - 2) + (S,))
     if kind == "left-padding":  # item b masks its first PADS[b] keys: whole tiles of 64, 128
-        pads = np.minimum(np.resize(LEFT_PADS, shape[0]), S - 1)  # (B,), one key always kept
+        pads = _left_pads(shape, pads)
         keep = np.arange(S)[None, :] >= pads[:, None]  # (B, S)
         return keep.reshape(shape[:1] + (1,) * (len(shape) - 2) + (S,))
     keep = rng.random(shape) < 0.65
@@ -344,7 +400,7 @@ def _mask(kind, shape, rng):
 
 def _bias(kind, shape, rng):
     """A float mask: a finite bias with some -inf entries."""
-    bias = grid(rng, shape)
+    bias = _grid(rng, shape)
     forbid = rng.random(shape) < 0.3
     bias[forbid] = -math.inf
     flat = bias.reshape(-1, shape[-2], shape[-1])

@@ -32,6 +32,7 @@ class Request:
     # pass arrays as non-contiguous views with the same values, laid out as (..., L, H, E) the way
     # splitting heads with a transpose leaves them (the last two axes for 2-D arrays)
     strided: bool = False
+    keep: bool = False  # keep the answer as returned, to be read again after later calls
 
     def describe(self, target_name=""):
         """``attention(Q (2, 4, 5) float64, K (2, 6, 5), ...)`` for messages."""
@@ -51,6 +52,7 @@ class Result:
     seconds: float = 0.0  # time inside the implementation
     grads: dict | None = None  # argument name -> gradient (float64) or None
     message: str = ""  # gradcheck's complaint, if any
+    kept: int | None = None  # the handle of the answer kept as returned (Request.keep)
 
 
 def _describe(name, a, dtype):

@@ -35,6 +35,8 @@ class Answer:
     requests: tuple  # what was sent, for the evidence
     mutated: tuple = ()
     grads: dict | None = None  # argument name -> gradient, when a gradient was asked for
+    weights_dtype: str | None = None  # dtype of the weights as returned (lesson functions)
+    kept: int | None = None  # the handle under which the returned arrays are kept (keep=True)
 
 
 class Subject:
@@ -53,6 +55,7 @@ class Subject:
         self.pad = False  # send E != Ev calls as their E == Ev twin (zero-padded, cropped)
         self.pad_for = None  # the case whose refusal made the subject try twins
         self.stopped = None  # the case a detector could not route around (set by the runner)
+        self.progress = None  # told each case a detector iterates: .case(done, total, name)
 
     name = property(lambda self: self.target.name)
     contract = property(lambda self: self.target.contract)
@@ -193,14 +196,14 @@ class Subject:
         dtype = dtype or self.dtype
         request = self.request(call, dtype, **kw)
         result = self.send(request)
-        requests, w = (request,), None
+        requests, w, w_dtype = (request,), None, None
         if self.contract == "lesson":
-            w = result.values[1] if weights else None
+            w, w_dtype = (result.values[1] if weights else None), result.dtypes[1]
         elif weights:
             w, eye_request = self._weights(call, dtype, **kw)
             requests += (eye_request,)
         return Answer(result.values[0], w, result.dtypes[0], requests, result.mutated,
-                      result.grads)
+                      result.grads, w_dtype, result.kept)
 
     def baseline(self, call):
         """The subject's own answer to ``call`` (checked for shape) and the error allowed on
@@ -315,7 +318,7 @@ class Subject:
             result = self.send(request)
             out, w = result.values
             return Answer(out, w if weights else None, result.dtypes[0], (request,),
-                          result.mutated, result.grads)
+                          result.mutated, result.grads, result.dtypes[1])
         as_call = self.projected(call)  # is_causal: request() says so if the callable lacks it
         if kw.get("grad") is not None:  # the upstream gradient as the (N, 1, T, d_v) answer
             kw["grad"] = kw["grad"].reshape(as_call.q.shape[:-1] + as_call.v.shape[-1:])
@@ -337,10 +340,22 @@ class Subject:
         spec = Spec(call.name, q.shape, k.shape, v.shape, causal=True)
         return Call(spec, q, k, v, name=call.name)
 
-    def softmax(self, x, dtype=None):
-        request = Request("softmax", (x,), dtype=dtype or self.dtype, device=self.target.device)
+    def softmax(self, x, dtype=None, keep=False):
+        request = Request("softmax", (x,), dtype=dtype or self.dtype, device=self.target.device,
+                          keep=keep)
         result = self.send(request)
-        return Answer(result.values[0], None, result.dtypes[0], (request,), result.mutated)
+        return Answer(result.values[0], None, result.dtypes[0], (request,), result.mutated,
+                      kept=result.kept)
+
+    def reread(self, answer):
+        """``answer`` (made with ``keep=True``) as the arrays it returned hold it now: an Answer
+        whose out (and weights, for a lesson function) are read again after later calls."""
+        values, dtypes = self.executor.reread(answer.kept)
+        crop = getattr(answer.requests[0], "crop", None)
+        if crop:
+            values = _cropped(_bare(values), *crop).values
+        weights = values[1] if len(values) > 1 and answer.weights is not None else None
+        return Answer(values[0], weights, dtypes[0], answer.requests[:1])
 
     def causal_mask(self, T):
         """causal_mask(T), read in the keep convention whatever convention was declared."""
@@ -380,10 +395,15 @@ class Cases(list):
         self.subject, self.whole = subject, whole  # whole: before cases were set aside
 
     def __iter__(self):
-        for c in super().__iter__():
+        progress, n = self.subject.progress, len(self)
+        for i, c in enumerate(super().__iter__()):
             self.subject.current = c.name
+            if progress is not None:
+                progress.case(i, n, c.name)
             yield c
         self.subject.current = None
+        if progress is not None:
+            progress.case(n, n)
 
     def __getitem__(self, i):
         if not self and self.whole and not isinstance(i, slice):
@@ -420,6 +440,13 @@ def _cropped(result, E, Ev):
     return replace(result, values=values, grads=grads)
 
 
+def _bare(values):
+    """Bare values as a Result, for :func:`_cropped`."""
+    from detectors.kit.calls import Result
+
+    return Result(values, ())
+
+
 def _unfold(a, shape):
     """(N, 1, T, d) back to (..., T, d); an answer of any other size is left for the checks."""
     want = shape + a.shape[-1:]
@@ -427,41 +454,39 @@ def _unfold(a, shape):
 
 
 def snippet(target, requests, relation=""):
-    """Python that loads the target and repeats the calls with the same inputs."""
+    """Python that loads the target and repeats the calls with the same inputs: small arrays
+    as literals, battery arrays redrawn from their seeded stream, derived ones as derivations
+    (detectors.kit.reproduce), each cast at the call to the dtype the request was sent in."""
+    from detectors.kit.reproduce import Builder
+
     torch = target.backend == "torch"
-    lines = ["import numpy as np"] + (["import torch"] if torch else [])
-    lines += ["from attnzoo.sandbox.target import load", f"impl = load({target.locator!r})"]
-    names = {}
+    head = ["import numpy as np"] + (["import torch"] if torch else [])
+    head += ["from attnzoo.sandbox.target import load", f"impl = load({target.locator!r})"]
+    built, calls = Builder(), []
     for n, request in enumerate(requests, 1):
         arg_names = ARG_NAMES[request.fn]
         parts = []
         for name, a in list(zip(arg_names, request.args)) + list(request.kwargs.items()):
             if isinstance(a, np.ndarray):
-                var = names.get(id(a))
-                if var is None:
-                    var = f"{name}{len(names) + 1}"
-                    names[id(a)] = var
-                    lines.append(f"{var} = {_literal(a, request.dtype, torch, target.device)}")
+                var = _cast(built.name(a, name), a, request.dtype, torch, target.device)
                 parts.append(var if name in arg_names else f"{name}={var}")
             else:
                 parts.append(repr(a) if name in arg_names else f"{name}={a!r}")
         fn = "impl" if request.fn == "sdpa" else f"impl.{request.fn}"
-        lines.append(f"r{n} = {fn}({', '.join(parts)})")
+        if request.seed is not None:
+            calls.append((f"torch.manual_seed({request.seed}); " if torch else "")
+                         + f"np.random.seed({request.seed})")
+        calls.append(f"r{n} = {fn}({', '.join(parts)})")
+    lines = head + built.lines + calls
     if relation:
         lines.append(f"# {relation}")
     return "\n".join(lines)
 
 
-def _number(x):
-    x = float(x)
-    return repr(x) if np.isfinite(x) else f'float("{x}")'
-
-
-def _literal(a, dtype, torch, device):
-    body = np.array2string(a, separator=", ", threshold=10**6, max_line_width=10**6,
-                           formatter=None if a.dtype == bool else {"float_kind": _number})
-    kind = "bool" if a.dtype == bool else dtype
+def _cast(var, a, dtype, torch, device):
+    """The argument as the request sent it: ``var`` (float64 or bool) in ``dtype``."""
     if not torch:
-        return f"np.array({body}, dtype=np.{kind})" if kind != "bool" else f"np.array({body})"
+        return var if a.dtype == bool or dtype == "float64" else f"{var}.astype(np.{dtype})"
     on = f", device={device!r}" if device != "cpu" else ""
-    return f"torch.tensor({body}, dtype=torch.{kind}{on})"
+    kind = "" if a.dtype == bool else f", dtype=torch.{dtype}"
+    return f"torch.tensor({var}{kind}{on})"

@@ -31,9 +31,13 @@ class Evidence:
     index: tuple | None = None
     case: str = ""  # battery case name
     snippet: str = ""  # a runnable reproduction
+    # the smallest case found that still fails (attnzoo.shrink), where shrinking ran (check,
+    # not the kill matrix): case, from, to, sizes, attempts, cap, and, when smaller than the
+    # case, its message, call and snippet, or ``skipped`` saying why it could not shrink
+    shrunk: dict | None = None
 
     def to_json(self):
-        return {
+        data = {
             "call": self.call,
             "case": self.case,
             "index": None if self.index is None else [int(i) for i in self.index],
@@ -41,6 +45,9 @@ class Evidence:
             "actual": self.actual,
             "snippet": self.snippet,
         }
+        if self.shrunk is not None:  # only where shrinking ran: the kill matrix has none
+            data["shrunk"] = dict(self.shrunk)
+        return data
 
 
 @dataclass
@@ -69,7 +76,7 @@ class Finding:
         if ev:
             index = None if ev["index"] is None else tuple(ev["index"])
             evidence = Evidence(ev["call"], ev["expected"], ev["actual"], index, ev["case"],
-                                ev["snippet"])
+                                ev["snippet"], ev.get("shrunk"))
         return cls(data["detector"], data["target"], data["verdict"], data["message"], evidence,
                    data["calls"], data["seconds"], data["impl_seconds"], list(data["notes"]),
                    dict(data.get("unsupported", {})))

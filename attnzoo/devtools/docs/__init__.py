@@ -31,6 +31,7 @@ from attnzoo.devtools.docs.data import (
     load,
     matrix_data,
     normalise,
+    reproductions,
     run_matrix,
 )
 from attnzoo.devtools.docs.heatmap import heatmap
@@ -38,7 +39,8 @@ from attnzoo.devtools.docs.pages import bug_page, decoy_page, index_page
 from attnzoo.devtools.docs.view import View
 
 __all__ = ["BLOCK", "JSON_PATH", "PNG_PATH", "ROOT", "TEST_DESIGN", "coverage", "dumps", "load",
-           "matrix_data", "normalise", "render", "run_matrix", "stale", "write"]
+           "matrix_data", "normalise", "render", "reproductions", "run_matrix", "stale",
+           "write"]
 
 
 

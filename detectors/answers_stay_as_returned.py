@@ -1,0 +1,51 @@
+"""An array once returned is the caller's: no later call changes it.
+
+A side-effect check (C7) on what the implementation keeps between calls. Kernels and inference
+engines avoid an allocation per call by writing into a workspace they keep — and some return a
+view of it, so the next call silently rewrites the answer the caller is still holding (PyTorch
+documents exactly this of CUDA-graph outputs). The sandbox keeps each answer as it was
+returned; after later calls of smaller, larger and differently shaped inputs its arrays are
+read again and must be bit-identical to what was read at first. (That a call's *answer* does
+not depend on the calls before it — after a larger one included — is
+:mod:`call_order_independence`'s property.)
+"""
+
+from detectors.kit import expect
+from detectors.kit.needs import ATTENTION, SOFTMAX
+
+PROPERTY = "A returned array (out, and the weights a lesson function returns) never changes when later calls of other shapes are made."
+CLAUSES = ("C7",)
+ORACLE = "side-effect"
+NEEDS = {"attention": ATTENTION, "softmax": SOFTMAX}
+KEPT = "the answer as returned, read again after later calls of other shapes"
+
+
+def picks(calls):
+    """The smallest, a middle and the largest call, smallest first."""
+    chosen = [calls[0], calls[len(calls) // 2], calls[-1]] if calls else []
+    return list({id(c): c for c in chosen}.values())
+
+
+def unchanged(subject, calls, run, name):
+    first = [run(c, True) for c in calls]  # kept as returned
+    later = [run(c, False) for c in reversed(calls)]  # after each: larger, smaller, others
+    made = list(zip(calls, first)) + list(zip(reversed(calls), later))  # in the order made
+    for i, (call, answer) in enumerate(zip(calls, first)):
+        now = subject.reread(answer)
+        nxt = [a for c, a in made[i + 1:] if c is not call][:1]  # the reproduction's second
+        with subject.case(name(call), answer, *nxt, relation=KEPT):
+            expect.identical(answer.out, now.out, "out", ("returned", "later"))
+            if answer.weights is not None:
+                expect.identical(answer.weights, now.weights, "weights", ("returned", "later"))
+
+
+def check(subject, battery):
+    if subject.uses("attention"):
+        weights = subject.weights_free  # a lesson function returns its weights: keep both
+        unchanged(subject, picks(subject.cases(battery)),
+                  lambda c, keep: subject.attend(c, weights=weights, keep=keep),
+                  lambda c: c.name)
+    if subject.uses("softmax"):
+        calls = sorted(battery.softmax, key=lambda c: c.size())
+        unchanged(subject, calls, lambda c, keep: subject.softmax(c.x, keep=keep),
+                  lambda c: c.name)

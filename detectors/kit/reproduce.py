@@ -1,0 +1,193 @@
+"""Reproductions that stay short at scale: every input is rebuilt the way it was made.
+
+A battery array is redrawn from its seeded stream (``np.random.default_rng([seed, r, i])``, the
+same draws in the same order), as is an array a detector drew with ``battery.grid`` from its
+own seeded generator; an array derived from another (a copy with a few entries or rows
+changed, a permutation or prefix along one axis, a negation, a float mask from a bool one, a
+shift broadcast along axes, a constant, V = I) is written as that derivation, the shortest
+that works. Every line is run here before it is printed and its value compared with the
+array it stands for, so a reproduction never shows a recipe that gives other numbers; what no
+recipe gives is printed as literal numbers, as is any array whose literal is as short.
+"""
+
+import copy
+import weakref
+from collections import OrderedDict
+
+import numpy as np
+
+from detectors.kit.derive import (
+    SMALL,
+    constant,
+    derivations,
+    edits,
+    literal,
+    related,
+    same,
+)
+
+MAX_BASES = 12  # battery arrays tried as the base of a derived one
+TRACED = 64  # generators whose grid draws are followed, most recent first
+
+_drawn = {}  # id(array) -> (weak reference, stream key, index of its draw in the stream)
+_streams = {}  # stream key -> source lines of each draw, in order ({x}: the name, {rng})
+_seeds = {}  # stream key -> the seed the snippet passes to default_rng (the key itself if absent)
+_large = {}  # stream key -> whether any of its draws is too large to print
+_traced = OrderedDict()  # id(generator) -> (the generator, its stream key)
+
+
+def remember(stream, draws, seed=None):
+    """Record arrays drawn in order from ``default_rng(seed or stream)``: ``draws`` is a list
+    of (array or None, lines) where the lines make the array from ``{rng}`` into ``{x}``."""
+    key = tuple(stream)
+    _streams[key] = tuple(lines for _, lines in draws)
+    _large[key] = any(isinstance(a, np.ndarray) and a.size > SMALL for a, _ in draws)
+    if seed is not None:
+        _seeds[key] = seed
+    for i, (a, _) in enumerate(draws):
+        if isinstance(a, np.ndarray):
+            _drawn[id(a)] = (weakref.ref(a), key, i)
+            weakref.finalize(a, _drawn.pop, id(a), None)
+
+
+def trace(rng, a, lines):
+    """Record that ``a`` was drawn from generator ``rng`` by ``lines``, after its earlier traced
+    draws: right when every draw from a freshly seeded generator is traced (the lines are
+    checked when a reproduction uses them, so an untraced draw in between only costs a
+    literal)."""
+    seq = getattr(rng.bit_generator, "seed_seq", None)
+    if seq is None or seq.spawn_key or seq.entropy is None:
+        return
+    if id(rng) not in _traced:
+        _traced[id(rng)] = (rng, ("traced", id(rng), len(_traced)))
+        while len(_traced) > TRACED:  # forget the oldest generator's draws
+            _, (_, old) = _traced.popitem(last=False)
+            for table in (_streams, _seeds, _large):
+                table.pop(old, None)
+    _traced.move_to_end(id(rng))
+    key = _traced[id(rng)][1]
+    entropy = seq.entropy
+    seed = list(entropy) if isinstance(entropy, (list, tuple)) else int(entropy)
+    earlier = [(None, lines) for lines in _streams.get(key, ())]
+    remember(key, earlier + [(a, lines)], seed)
+
+
+def grid_draw(shape, scale=1.0):
+    """The lines of ``battery.grid``: normal draws on the 1/8 grid, times a scale."""
+    times = "" if scale == 1.0 else f" * {float(scale)!r}"
+    return (f"{{x}} = np.round({{rng}}.standard_normal({tuple(shape)}) * 8) / 8{times}",)
+
+
+def _cost(lines):
+    """How much reading the lines take: their number plus their length in 80-column lines."""
+    return sum(line.count("\n") + 1 + len(line) / 80 for line in lines)
+
+
+class Builder:
+    """Lines that rebuild a snippet's arrays, each run and checked as it is added."""
+
+    def __init__(self):
+        self.lines, self.names = [], {}  # names: id(array) -> variable
+        self.scope = {"np": np}
+        self.rngs = {}  # stream key -> (rng variable, draws made)
+
+    def name(self, a, role):
+        """The variable holding ``a``, adding the lines that build it on first use."""
+        if id(a) in self.names:
+            return self.names[id(a)]
+        for var, value in self._built():  # an equal array made earlier
+            if same(a, value):
+                self.names[id(a)] = var
+                return var
+        var = f"{role}{len(self.names) + 1}"
+        printed = [f"{var} = {literal(a)}"]
+        best = self._best(a, var)
+        if best is None or _cost(best[0]) > _cost(printed):
+            best = self._run(a, var, printed, self._trial(), dict(self.rngs))
+        self.lines += best[0]
+        self.scope, self.rngs = best[1], best[2]
+        self.names[id(a)] = var
+        return var
+
+    def _built(self):
+        return [(var, value) for var, value in self.scope.items()
+                if isinstance(value, np.ndarray) and var[0] != "_"]
+
+    def _trial(self, scope=None):
+        """A copy of the scope whose generators can draw without advancing the real ones."""
+        return {k: copy.deepcopy(v) if isinstance(v, np.random.Generator) else v
+                for k, v in (scope or self.scope).items()}
+
+    @staticmethod
+    def _run(a, var, lines, scope, rngs):
+        """(lines, scope, rngs) when the lines, with a few edits if need be, give ``a``."""
+        try:
+            for line in lines:
+                exec(line, scope)  # noqa: S102 - lines written here, from numbers and shapes
+            if not same(a, scope.get(var)):
+                more = edits(a, scope.get(var), var)
+                if more is None:
+                    return None
+                for line in more:
+                    exec(line, scope)  # noqa: S102
+                lines = lines + more
+        except Exception:  # noqa: BLE001 - a recipe that does not run is simply not used
+            return None
+        return (lines, scope, rngs) if same(a, scope.get(var)) else None
+
+    def _best(self, a, var):
+        """The shortest recipe that gives ``a``, trying the cheap kinds first: its seeded
+        draw, a constant or V = I; then derivations from arrays built so far; then from
+        battery arrays of a related shape, drawn for it."""
+        found = []
+        entry = _drawn.get(id(a))
+        if entry and entry[0]() is a and entry[1] in _streams:
+            found.append(self._redraw(a, var, entry[1], entry[2], [], self.scope, self.rngs))
+        shaped = constant(a, var)
+        if shaped:
+            found.append(self._run(a, var, shaped, self._trial(), dict(self.rngs)))
+        for bases in (self._built_bases(a), self._drawn_bases(a)):
+            if any(found):
+                break
+            for base_var, base, lines, scope, rngs in bases:  # lines: already run in scope
+                for recipe in derivations(a, var, base_var, base):
+                    made = self._run(a, var, recipe, self._trial(scope), dict(rngs))
+                    if made is not None:
+                        found.append((lines + made[0],) + made[1:])
+        found = [f for f in found if f is not None]
+        return min(found, key=lambda f: _cost(f[0]), default=None)
+
+    def _redraw(self, a, var, key, index, lines, scope, rngs):
+        scope, rngs, lines = self._trial(scope), dict(rngs), list(lines)
+        rng, made = rngs.get(key, (None, 0))
+        if rng is None or made > index:  # a fresh generator for the stream
+            rng, made = f"rng{sum(k.startswith('rng') for k in scope) + 1}", 0
+            lines.append(f"{rng} = np.random.default_rng({_seeds.get(key, list(key))})")
+        for i in range(made, index + 1):
+            lines += [s.format(x=var if i == index else "_", rng=rng) for s in _streams[key][i]]
+        rngs[key] = (rng, index + 1)
+        return self._run(a, var, lines, scope, rngs)
+
+    def _built_bases(self, a):
+        """(variable, array, lines, scope, rngs) for the arrays built so far ``a`` may derive
+        from (no lines needed)."""
+        return [(var, value, [], self.scope, self.rngs) for var, value in self._built()
+                if related(a, value)]
+
+    def _drawn_bases(self, a):
+        """The same for battery arrays of a related shape, with the lines that draw them."""
+        tried = 0
+        for ref, key, index in list(_drawn.values()):
+            base = ref()
+            if base is None or key not in _streams or id(base) in self.names \
+                    or not related(a, base):
+                continue
+            tried += 1
+            if tried > MAX_BASES:
+                return
+            var = f"base{sum(k.startswith('base') for k in self.scope) + 1}"
+            drawn = self._redraw(base, var, key, index, [], self.scope, self.rngs)
+            if drawn is not None:
+                yield (var, base) + drawn
+
+

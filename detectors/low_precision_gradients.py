@@ -1,0 +1,126 @@
+"""At float16 and bfloat16 the gradients are as accurate as the same-precision reference's.
+
+A gradient oracle by precision (S6, C6). The allowance is derived as FlashAttention's tests
+derive theirs (https://github.com/Dao-AILab/flash-attention, ``tests/test_flash_attn.py``): run
+a plain implementation at the same precision, measure its error against float64, and allow the
+kernel a small multiple of it — 2× on the output there, 3× on the gradients, which is the
+multiple used here — plus one unit in the last place of the largest gradient. The reference
+is this repository's, run on the very same call. As the forward allowance does
+(:mod:`detectors.kit.tolerance`), the unit is never less than an error no kernel at that
+precision avoids, so a lucky reference cannot make the bound vanish: storing the exact
+gradient at that precision (FA's ``dq_atol``), and the exact backward computed from P, dP and
+dS stored at that precision, as every kernel stores them between its products.
+
+Like FA's tests it runs at realistic sizes only — cases with keys past one tile of 64 or head
+dims of 64 and more, which the ``standard`` and ``deep`` batteries have — because on quick's
+handful of tiny numbers the errors are a few units in the last place and their ratio is
+noise: the correct hand-written backward of ``zoo/decoys/tiled_backward.py`` goes past the
+bound there on some seeds, while at standard sizes every correct implementation in the zoo
+stays within it (``tests/test_properties.py`` runs them all).
+"""
+
+import numpy as np
+
+from detectors.kit import expect
+from detectors.kit.allowed import explicit
+from detectors.kit.battery import grid
+from detectors.kit.needs import ATTENTION
+from detectors.kit.subject import Cases
+from detectors.kit.tolerance import EPS, reference_subject, scale
+from detectors.kit.verdict import NotApplicable
+from reference.exact import softmax as exact_softmax
+
+PROPERTY = "At float16/bfloat16 each gradient's error against float64 is at most 3× the same-precision reference's own."
+CLAUSES = ("S6", "C6")
+ORACLE = "gradient"
+NEEDS = {"attention": ATTENTION.but(torch="autograd")}
+MULTIPLE = 3  # FlashAttention's backward rule: 3× the same-precision reference's error
+PRECISIONS = ("float16", "bfloat16")
+ULPS = 1  # plus one unit in the last place of the largest gradient, as the forward allows four
+CASES = 12  # at most this many realistic cases, spread from the smallest to the largest
+
+
+def stored(exact, dtype):
+    """The error of merely storing ``exact`` at ``dtype`` (round to nearest): FA's dq_atol."""
+    import torch
+
+    t = torch.from_numpy(exact)
+    return float((t.to(getattr(torch, dtype)).double() - t).abs().max()) if exact.size else 0.0
+
+
+def _rounded(a, dtype):
+    import torch
+
+    return torch.from_numpy(a).to(getattr(torch, dtype)).double().numpy()
+
+
+def stored_intermediates(call, upstream, exact, dtype):
+    """Per input (q, k, v order): the error of the exact backward whose P, dP and dS are stored
+    at ``dtype`` between its float64 products."""
+    q, k, v = call.q, call.k, call.v
+    g = q.shape[-3] // k.shape[-3] if call.gqa else 1
+    if g > 1:
+        k, v = (np.repeat(a, g, axis=-3) for a in (k, v))  # (..., H_q, S, ·)
+    factor = 1 / np.sqrt(q.shape[-1]) if call.scale is None else call.scale
+    scores = (q * factor) @ np.swapaxes(k, -1, -2)  # (..., L, S)
+    if call.bias is not None:
+        scores = scores + call.bias
+    if call.mask is not None:
+        scores = np.where(call.mask, scores, -np.inf)
+    p = _rounded(exact_softmax(scores), dtype)  # (..., L, S)
+    dp = _rounded(upstream @ np.swapaxes(v, -1, -2), dtype)  # (..., L, S)
+    ds = _rounded(p * (dp - (p * dp).sum(-1, keepdims=True)), dtype)
+    grads = [ds @ k * factor, np.swapaxes(ds, -1, -2) @ q * factor,
+             np.swapaxes(p, -1, -2) @ upstream]  # dQ (..., L, E), dK, dV per query head
+    if g > 1:
+        grads[1:] = [a.reshape(a.shape[:-3] + (-1, g) + a.shape[-2:]).sum(-3) for a in grads[1:]]
+    return [float(np.abs(a - want).max()) if want.size else 0.0
+            for a, want in zip(grads, exact)]
+
+
+def realistic(calls, n=CASES):
+    """Cases with keys past one tile of 64 or head dims of 64 and more, spread over sizes."""
+    big = [c for c in calls if c.k.shape[-2] > 64 or c.q.shape[-1] >= 64]
+    if len(big) <= n:
+        return big
+    return [big[round(i * (len(big) - 1) / (n - 1))] for i in range(n)]
+
+
+def units(reference, same, upstream, exact, dtype):
+    """Per input gradient: the error unit at ``dtype`` (the reference's own, never less than
+    what no kernel at that precision avoids)."""
+    plain = reference.attend(same, dtype=dtype, grad=upstream).grads
+    names = list(exact)[:3]  # query, key, value (a float mask is not an argument)
+    floor = stored_intermediates(same, upstream, [exact[n] for n in names], dtype)
+    return {n: max(float(np.abs(plain[n] - exact[n]).max()), stored(exact[n], dtype), f)
+            for n, f in zip(names, floor)}
+
+
+def tolerance(unit, exact, dtype):
+    """MULTIPLE units, plus ULPS units in the last place of the largest gradient."""
+    return MULTIPLE * unit + ULPS * EPS[dtype] * scale(exact)
+
+
+def check(subject, battery):
+    reference = reference_subject(subject, "torch")
+    alignment = subject.target.causal_alignment
+    rng = np.random.default_rng(battery.seed)
+    calls = subject.cases(battery)
+    if not realistic(calls):
+        raise NotApplicable("no case of realistic size (keys past 64 or head dims of 64): "
+                            "run it at --depth standard or deep")
+    for call in Cases(subject, realistic(calls)):
+        upstream = grid(rng, call.expected(alignment)[0].shape)
+        same = explicit(call, alignment)  # the reference is top-left
+        exact = reference.attend(same, dtype="float64", grad=upstream).grads
+        for dtype in PRECISIONS:
+            answer = subject.attend(call, dtype=dtype, grad=upstream)
+            for name, unit in units(reference, same, upstream, exact, dtype).items():
+                got = (answer.grads or {}).get(name)
+                if got is None:
+                    continue  # a missing gradient is correct_gradients' finding
+                atol = tolerance(unit, exact[name], dtype)
+                with subject.case(f"{call.name} at {dtype}", answer,
+                                  relation=f"gradient of sum(out * G) at {dtype}, within "
+                                           f"{MULTIPLE}x the reference's error at {dtype}"):
+                    expect.close(got, exact[name], atol, f"d{name}")

@@ -1,0 +1,150 @@
+"""The properties added with the standard battery, tested directly: the statistics of the
+dropout detector hold their stated false-alarm rate, answers kept by the sandbox are the
+objects returned, and the reference and every decoy are clean on the new detectors at the
+depths they run at (the wrong cases are in test_detectors.py)."""
+
+import math
+
+import numpy as np
+import pytest
+
+import detectors.dropout_pattern_is_independent as dropout
+from attnzoo.matrix import model as matrix
+from attnzoo.runner import run
+from attnzoo.sandbox.executor import InProcess, Isolated
+from attnzoo.sandbox.target import Target
+from detectors import by_name
+from detectors.kit.battery import Battery
+from detectors.kit.calls import Request
+from detectors.kit.subject import Subject
+from detectors.kit.verdict import ImplementationFailure
+from reference.sdpa import scaled_dot_product_attention
+
+NEW = ("softmax_of_empty_row_is_zero", "dtype_follows_input", "answers_stay_as_returned",
+       "dropout_pattern_is_independent", "low_precision_gradients")
+STANDARD = Battery(0, depth="standard")
+
+
+# -- dropout: the false-alarm rate is what the docstring says ---------------------------------
+
+def test_the_bands_spend_exactly_the_stated_false_alarm_rate():
+    assert dropout.ALPHA <= 1e-6
+    n = 1000
+    two_sided = 2 * math.exp(-2 * n * dropout.band(n) ** 2)
+    one_sided = math.exp(-2 * n * dropout.band(n, sides=1) ** 2)
+    assert two_sided == pytest.approx(dropout.ALPHA / dropout.TESTS)
+    assert one_sided == pytest.approx(dropout.ALPHA / dropout.TESTS)
+    assert dropout.TESTS == len(dropout.RATES) * (1 + len(dropout.AXES))  # the union bound
+
+
+@pytest.mark.parametrize("p", dropout.RATES)
+def test_independent_bernoulli_patterns_pass_over_many_seeds(p):
+    """2000 seeds of exactly the null hypothesis: at 1e-6 per run, none may be flagged."""
+    for seed in range(2000):
+        kept = np.random.default_rng(seed).random(dropout.SHAPE) >= p
+        assert dropout.findings(kept, p) == [], seed
+
+
+@pytest.mark.parametrize("axis", list(dropout.AXES.values()))
+def test_a_pattern_shared_along_any_axis_is_found(axis):
+    p = 0.2
+    shape = list(dropout.SHAPE)
+    shape[axis] = 1
+    kept = np.broadcast_to(np.random.default_rng(1).random(shape) >= p, dropout.SHAPE)
+    found = dropout.findings(kept, p)
+    assert len(found) == 1 and list(dropout.AXES)[axis] in found[0][0]
+
+
+def test_a_wrong_keep_rate_is_found():
+    kept = np.random.default_rng(2).random(dropout.SHAPE) >= 0.45  # p = 0.45, claimed 0.5
+    assert "kept" in dropout.findings(kept, 0.5)[0][0]
+
+
+def reference_sdpa():
+    target = Target("reference", "reference.sdpa:scaled_dot_product_attention", "sdpa", "torch")
+    return Subject(target, InProcess(target, obj=scaled_dot_product_attention))
+
+
+def test_torch_dropout_passes_over_many_seeds():
+    detector = by_name()["dropout_pattern_is_independent"]
+    for seed in range(30):
+        finding = run(detector, reference_sdpa(), Battery(seed))
+        assert finding.verdict == "survived", (seed, finding.message)
+
+
+# -- answers kept as returned -------------------------------------------------------------------
+
+class Reuses:
+    """Writes every answer into one buffer and returns a view of it."""
+
+    def __init__(self):
+        self.buffer = np.zeros(64)
+
+    def softmax(self, x):
+        view = self.buffer[:x.size].reshape(x.shape)
+        view[...] = np.exp(x) / np.exp(x).sum(-1, keepdims=True)
+        return view
+
+
+def lesson():
+    target = Target("reuses", "test_properties:Reuses", "lesson", "numpy")
+    return InProcess(target, obj=Reuses())
+
+
+def test_a_kept_answer_is_the_object_returned_and_is_read_again_later():
+    executor = lesson()
+    first = executor.run(Request("softmax", (np.array([0.0, 1.0, 2.0]),), keep=True))
+    executor.run(Request("softmax", (np.array([5.0, 5.0]),)))
+    now, dtypes = executor.reread(first.kept)
+    assert not np.array_equal(now[0], first.values[0])  # the buffer was written again
+    assert np.allclose(now[0][:2], 0.5) and dtypes == ("float64",)
+
+
+def test_answers_are_kept_only_when_asked_and_only_a_few():
+    from attnzoo.sandbox import probes
+
+    executor = lesson()
+    executor.run(Request("softmax", (np.array([0.0, 1.0]),)))
+    assert executor.kept == {}
+    handles = [executor.run(Request("softmax", (np.array([0.0, 1.0]),), keep=True)).kept
+               for _ in range(probes.KEPT + 3)]
+    assert len(executor.kept) == probes.KEPT
+    executor.reread(handles[-probes.KEPT])
+    with pytest.raises(LookupError, match="no longer kept"):  # the detector's mistake
+        executor.reread(handles[0])
+
+
+def test_the_worker_keeps_answers_across_calls():
+    target = Target("zoo", "zoo.output_buffer_reused:SDPA", "sdpa", "torch")
+    executor = Isolated(target)
+    try:
+        q = np.random.default_rng(0).standard_normal((1, 2, 3, 4))
+        first = executor.run(Request("sdpa", (q, q, q), keep=True))
+        again, _ = executor.reread(first.kept)
+        assert np.array_equal(again[0], first.values[0])
+        executor.run(Request("sdpa", (q[..., :2, :], q, q)))  # a smaller call, same workspace
+        later, _ = executor.reread(first.kept)
+        assert not np.array_equal(later[0], first.values[0])
+        executor.fresh()  # a new worker: what the old one kept is gone, and that is said
+        with pytest.raises(ImplementationFailure, match="restarted"):
+            executor.reread(first.kept)
+    finally:
+        executor.close()
+
+
+# -- clean where they run -----------------------------------------------------------------------
+
+CLEAN = [r for r in matrix.rows("standard") if r.kind != "bug"]
+
+
+@pytest.mark.parametrize("row", CLEAN, ids=[r.label for r in CLEAN])
+def test_reference_and_decoys_are_clean_at_standard(row):
+    for name in NEW:
+        finding = run(by_name()[name], matrix.subject_for(row), STANDARD)
+        assert finding.verdict in ("survived", "n/a"), finding.message
+
+
+def test_low_precision_gradients_runs_at_standard_and_holds_for_torch():
+    subject = reference_sdpa()
+    finding = run(by_name()["low_precision_gradients"], subject, STANDARD)
+    assert finding.verdict == "survived" and finding.calls >= 12, finding.message
