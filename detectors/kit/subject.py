@@ -354,6 +354,8 @@ class Subject:
         crop = getattr(answer.requests[0], "crop", None)
         if crop:
             values = _cropped(_bare(values), *crop).values
+        if getattr(answer.requests[0], "swapped", False):  # read in its layout, as it was sent
+            values = swapped_back(_bare(values)).values
         weights = values[1] if len(values) > 1 and answer.weights is not None else None
         return Answer(values[0], weights, dtypes[0], answer.requests[:1])
 
