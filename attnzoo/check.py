@@ -86,7 +86,7 @@ def targets(executor, locator, backend, **declared):
 
 
 def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment="top-left",
-              device="cpu", dtype="float64", seed=0, timeout=None, import_timeout=30.0,
+              device="cpu", dtype=None, seed=0, timeout=None, import_timeout=30.0,
               warmup=None, deadline=None, only=None, expect=None, depth="standard",
               unsupported="", refuses=(), shrink=True, follow=True):
     """Run the chosen detectors on every implementation the locator names.
@@ -95,10 +95,12 @@ def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment
     target, findings, the detectors the deadline left unrun, and summary. A run cut short by
     ``deadline`` with nothing flagged exits 2: a partial report is never "conformant". With
     ``expect`` (an expectations file), expected failures do not fail the run and an expected
-    failure that did not happen does. With ``shrink``, each flagged attention case is also
-    shrunk to the smallest case found that still fails (attnzoo.shrink). ``follow=False``
-    skips learning every case's outcome of a flagged detector (``attnzoo.diagnosis.follow``):
-    no diagnosis; the cost it saves is what ``python -m attnzoo.devtools.follow_cost`` measures.
+    failure that did not happen does. A ``dtype`` given scopes every call of the run to it;
+    without one the calls are float64 and detectors about dtypes try every dtype. With
+    ``shrink``, each flagged attention case is also shrunk to the smallest case found that
+    still fails (attnzoo.shrink). ``follow=False`` skips learning every case's outcome of a
+    flagged detector (``attnzoo.diagnosis.follow``): no diagnosis; the cost it saves is what
+    ``python -m attnzoo.devtools.follow_cost`` measures.
     """
     import functools
     from types import SimpleNamespace
@@ -113,6 +115,7 @@ def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment
     from detectors.kit.battery import Battery
     from detectors.kit.subject import Subject
 
+    scoped, dtype = dtype is not None, dtype or "float64"
     chosen = choose_detectors(only)
     check_seed(seed)
     opts = SimpleNamespace(timeout=timeout, import_timeout=import_timeout, warmup=warmup,
@@ -149,7 +152,7 @@ def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment
                 except DeadlineReached:
                     pass
                 else:
-                    subject = Subject(target, executor, dtype)
+                    subject = Subject(target, executor, dtype, scoped=scoped)
                     subject.progress = progress
                     findings, skipped = session.run_all(chosen, subject, battery,
                                                         functools.partial(run, shrink=shrink,

@@ -56,14 +56,17 @@ def main(argv=None):
         return 3
 
 
-def add_run_options(p, device="cpu", dtype=True, seed=True, depth=None):
+def add_run_options(p, device="cpu", dtype=True, seed=True, depth=None, scoped=False):
     """--device, --dtype, --seed and --depth: the same words for every command that runs
-    detectors (``depth`` is that command's default tier, or None for no --depth)."""
+    detectors (``depth`` is that command's default tier, or None for no --depth; ``scoped``:
+    a --dtype given scopes every call, and none given leaves it None)."""
     p.add_argument("--device", default=device,
                    help=f"torch device of the torch calls: cpu, cuda, cuda:N (default {device})")
     if dtype:
-        p.add_argument("--dtype", choices=DTYPES, default="float64",
-                       help="dtype of every call (default float64)")
+        p.add_argument("--dtype", choices=DTYPES, default=None if scoped else "float64",
+                       help="dtype of every call, dtype detectors' too, when given (default "
+                       "float64, with every dtype tried where a property is about dtypes)"
+                       if scoped else "dtype of every call (default float64)")
     if seed:
         p.add_argument("--seed", type=int, default=0, help="seed of the case battery (default 0)")
     if depth:
@@ -101,7 +104,7 @@ def build_parser():
                    help="a message (or exception name) with which the target refuses a call it "
                    "does not support: such a call is unsupported for that case only "
                    "(repeatable; torch's 'No available kernel' always counts)")
-    add_run_options(p, depth="standard")
+    add_run_options(p, depth="standard", scoped=True)
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help="time limit per call (default 10)")
     sandbox_options.add_arguments(p)

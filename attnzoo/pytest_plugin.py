@@ -26,8 +26,9 @@ def pytest_addoption(parser):
                 help="what a lesson-style module's functions take (default: inferred, numpy)")
     g.addoption("--attnzoo-depth", choices=DEPTHS, default="standard",
                 help="battery tier: quick, standard (default, as attnzoo check), deep")
-    g.addoption("--attnzoo-dtype", choices=DTYPES, default="float64",
-                help="dtype of every call (default float64)")
+    g.addoption("--attnzoo-dtype", choices=DTYPES, default=None,
+                help="dtype of every call, when given, as attnzoo check --dtype (default "
+                "float64, with every dtype tried where a property is about dtypes)")
     g.addoption("--attnzoo-device", default="cpu", help="torch device (default cpu)")
     g.addoption("--attnzoo-mask-convention", choices=("keep", "drop"), default="keep",
                 help="bool mask: keep = True may attend (default); drop = True is masked")
@@ -111,7 +112,8 @@ class Conformance:
         executor = self.start()
         if executor.target != target:
             executor.use(target)
-        subject = Subject(target, executor, self.config.getoption("attnzoo_dtype"))
+        dtype = self.config.getoption("attnzoo_dtype")  # given: it scopes every call
+        subject = Subject(target, executor, dtype or "float64", scoped=dtype is not None)
         return run(detector, subject, self.battery, shrink=True)
 
 

@@ -18,6 +18,7 @@ from detectors.kit.verdict import (
 )
 
 SCHEMA = "attnzoo.check/2"  # 2: per-implementation "diagnosis", per-finding "cases"
+LAYOUT_WORDS = {"BHLE": "(N, H, L, E)", "BLHE": "(N, L, H, E)"}
 WORDS = {name: v.word for name, v in VERDICTS.items()}
 
 
@@ -49,6 +50,8 @@ def summarise(findings, not_run=()):
 def describe_target(target, dtype, seed, manifest=None):
     """The target as the report names it; ``unsupported`` are the declared limits, from the
     command line and from ``ATTNZOO_UNSUPPORTED`` beside the callable."""
+    from detectors.kit.capabilities import layout, limits
+
     declared = set(target.unsupported) | set(getattr(manifest, "unsupported", ()) or ())
     refuses = tuple(target.refuses) + tuple(getattr(manifest, "refuses", ()) or ())
     return {
@@ -61,8 +64,9 @@ def describe_target(target, dtype, seed, manifest=None):
         "device": target.device,
         "dtype": dtype,
         "seed": seed,
-        "unsupported": sorted(declared),
+        "unsupported": sorted(limits(declared)),
         "refuses": list(refuses),
+        "layout": layout(declared),  # BHLE: (N, H, L, E); BLHE: declared, adapted by attnzoo
     }
 
 
@@ -77,6 +81,9 @@ def text(section, detectors, verbose=False):
     ]
     if t.get("unsupported"):
         lines.append(f"  declared unsupported: {', '.join(t['unsupported'])}")
+    if t.get("layout", "BHLE") != "BHLE":
+        lines.append(f"  declared layout: {LAYOUT_WORDS[t['layout']]}: the harness transposes "
+                     "query, key and value in and the answer out (the mask stays (N, H, L, S))")
     if t.get("refuses"):
         lines.append(f"  refusals it names: {'; '.join(repr(r) for r in t['refuses'])}")
     lines += diagnosis_lines(section.get("diagnosis") or [])

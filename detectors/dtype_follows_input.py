@@ -19,7 +19,10 @@ NEEDS = {"causal_mask": CAUSAL_MASK, "softmax": SOFTMAX, "attention": ATTENTION,
 
 
 def dtypes(subject):
-    return ("float64", "float32", "float16") + (("bfloat16",) if subject.backend == "torch" else ())
+    """Every dtype the backend has, or only the one a --dtype run is scoped to."""
+    every = ("float64", "float32", "float16") + (("bfloat16",) if subject.backend == "torch"
+                                                 else ())
+    return subject.dtypes(every)
 
 
 def returns(subject, answer, dtype, what, case):

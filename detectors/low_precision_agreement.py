@@ -9,7 +9,8 @@ tests do). Casting to half "for speed", a fill value that overflows (âˆ’1e9 is â
 
 from detectors.kit import expect
 from detectors.kit.needs import ATTENTION, SELF_ATTENTION, SOFTMAX
-from detectors.kit.tolerance import allowance
+from detectors.kit.tolerance import strict_allowance as allowance
+from detectors.kit.verdict import NotApplicable
 
 PROPERTY = "At float32/float16/bfloat16 the error against float64 attention is at most a small multiple of the reference's own."
 CLAUSES = ("C6",)
@@ -18,7 +19,16 @@ NEEDS = {"softmax": SOFTMAX, "attention": ATTENTION, "self-attention": SELF_ATTE
 
 
 def precisions(subject):
+    """The low precisions other than the run's own (the run's, when --dtype scopes it).
+
+    A precision property: judged at the strict allowance of each dtype, never at the precision
+    the target was measured to have (that would excuse exactly what it looks for)."""
     low = ("float32", "float16") + (("bfloat16",) if subject.backend == "torch" else ())
+    if subject.scope is not None:
+        if subject.scope not in low:
+            raise NotApplicable(f"its property is about {', '.join(low)}, and --dtype "
+                                f"{subject.scope} scopes every call of the run")
+        return (subject.scope,)
     return tuple(d for d in low if d != subject.dtype) or low
 
 

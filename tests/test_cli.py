@@ -48,7 +48,7 @@ TIMEOUT = 180  # seconds: a generous ceiling for any one command; most take 1 to
 VERDICTS = {"killed", "nan", "crashed", "hung", "survived", "n/a", "unsupported", "error"}
 FLAGGED = {"killed", "nan", "crashed", "hung"}
 TARGET_KEYS = {"name", "locator", "contract", "backend", "mask_convention", "causal_alignment",
-               "device", "dtype", "seed", "unsupported", "refuses"}
+               "device", "dtype", "seed", "unsupported", "refuses", "layout"}
 SUMMARY_KEYS = {"detectors", "passed", "flagged", "killed", "nan", "crashed", "hung",
                 "not_applicable", "unsupported", "cases_unsupported", "errors", "not_run",
                 "conformant", "seconds", "impl_seconds", "calls"}

@@ -292,7 +292,8 @@ def test_close_names_the_first_offending_index_and_both_values():
         expect.close(np.array([[1.0, 2.0], [3.0, 5.0]]), np.array([[1.0, 2.0], [3.0, 4.0]]),
                      1e-3, "weights")
     m = raised.value
-    assert (m.index, m.expected, m.actual) == ((1, 1), "weights[1, 1] = 4 (± 0.001)", "5")
+    assert (m.index, m.expected, m.actual) == ((1, 1), "weights[1, 1] = 4 (± 0.001)",
+                                              "5 (off by 1)")
     assert m.verdict == "killed"
 
 

@@ -18,6 +18,8 @@ from attnzoo.survey.capabilities import VOCABULARY, Declaration, features, suppo
 from detectors.kit import lessons
 from detectors.kit.battery import Battery
 from detectors.kit.calls import Request
+from detectors.kit.capabilities import layout
+from detectors.kit.layout import heads_last
 from reference.sdpa import scaled_dot_product_attention as reference
 
 DECLARED = adapters.declarations()
@@ -47,15 +49,21 @@ def adapter(request):
     executor.close()
 
 
-def call(executor, q, k, v, dtype="float64", **kwargs):
-    return executor.run(Request("sdpa", (q, k, v), kwargs, dtype=dtype)).values[0]
+def call(decl, executor, q, k, v, dtype="float64", **kwargs):
+    """The adapter's answer in (N, H, L, Ev); one declaring ``layout=BLHE`` is sent (N, L, H, E)
+    and answers so, as the harness sends it (detectors.kit.layout)."""
+    blhe = layout(decl.unsupported) == "BLHE"
+    if blhe:
+        q, k, v = (heads_last(a) for a in (q, k, v))
+    out = executor.run(Request("sdpa", (q, k, v), kwargs, dtype=dtype)).values[0]
+    return heads_last(out) if blhe else out  # the same transpose takes it back
 
 
 def test_seed_000_example(adapter):
     decl, executor = adapter
     q, k, v = (a[None, None] for a in (lessons.Q000, lessons.K, lessons.V))  # (1, 1, 3, 2)
     dtype = "float64" if "float64" in decl.dtypes else "float32"
-    out = call(executor, q, k, v, dtype)
+    out = call(decl, executor, q, k, v, dtype)
     # «кошка=0.40, пьёт=0.20, молоко=0.40 … выход -> [6.02, 3.98]»
     assert np.allclose(np.round(out[0, 0], 2), lessons.OUT000_PRINTED)
     assert np.allclose(out[0, 0], lessons.OUT000_EXACT, atol=TOLERANCE * 10)
@@ -91,7 +99,7 @@ def test_random_call_matches_the_reference(adapter, case):
     if (decl.name, case) in LIBRARY_FAILURES:
         pytest.xfail(LIBRARY_FAILURES[decl.name, case])
     dtype = "float64" if "float64" in decl.dtypes else "float32"
-    out = call(executor, q, k, v, dtype, **kwargs)
+    out = call(decl, executor, q, k, v, dtype, **kwargs)
     assert np.allclose(out, expected(q, k, v, **kwargs), atol=TOLERANCE), \
         f"{decl.name} ({decl.title}) disagrees with the reference on a plain {case} call"
 
@@ -159,3 +167,21 @@ def test_committed_survey_is_current_with_its_json():
     assert all(r["version"] for r in ran)
     assert (root / "survey.md").read_text(encoding="utf-8") == write.markdown(doc), \
         "docs/survey.md differs from what docs/survey.json gives: run 'attnzoo survey'"
+
+
+def test_cases_refused_at_run_time_are_marked_refused():
+    finding = {"detector": "matches_loop_oracle", "verdict": "survived", "refusal": False,
+               "message": "[matches_loop_oracle] held on every supported case",
+               "evidence": None,
+               "unsupported": {"gqa": "refused: raised RuntimeError: No available kernel",
+                               "rank5": "declared unsupported: rank_other_than_4"}}
+    summary = {"flagged": 0, "passed": 1, "not_applicable": 0, "unsupported": 0,
+               "cases_unsupported": 2}
+    one = {"dtype": "float32", "summary": summary, "cases_set_aside": ["rank5"],
+           "detectors_not_run": [], "findings": [finding]}
+    assert write.cell(one).endswith("(1 refused)")
+    row = {"name": "lib", "title": "lib.attention", "adapter": "lib", "docs": "", "version": "1",
+           "skipped": "", "unsupported": ["rank_other_than_4"], "refuses": [],
+           "causal_alignment": "top-left", "runs": [one]}
+    md = write.markdown({"seed": 0, "python": "3", "platform": "x", "implementations": [row]})
+    assert "Refused at run time: gqa." in md and "A *refused* case is one the library" in md

@@ -26,10 +26,12 @@ BUG = Bug(
     seen_in="attention layers and custom kernels that call .half() on their inputs as a speed "
             "optimisation and cast the result back, so callers asking for float32 get float16 "
             "accuracy",
+    # its attention's relations are judged at the float16 precision it is measured to have, so
+    # the precision detectors report it there; its softmax and self-attention are judged
+    # strictly, and mask_poisoning sees its float16 overflow
     caught_by=(
-        "known_answers", "matches_loop_oracle", "output_is_weighted_values",
-        "weights_are_distributions", "shift_invariance", "mask_poisoning",
-        "low_precision_agreement", "correct_gradients",
+        "known_answers", "matches_loop_oracle", "shift_invariance", "mask_poisoning",
+        "computes_at_input_precision", "low_precision_agreement",
     ),
 )
 

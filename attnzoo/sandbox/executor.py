@@ -55,6 +55,14 @@ class InProcess:
                 pass
         return InProcess(self.target, obj, self.call_seconds)
 
+    def spare(self):
+        """Where calls that must not touch this instance's history go: a new instance, or
+        this one when the object cannot be rebuilt into a usable target."""
+        try:
+            return self.fresh()
+        except BadTarget:
+            return self
+
     def run(self, request):
         header, buffers, sent = decide.encode(request, self.target)
         handle = header["keep"] = _handle(self, request)
@@ -216,6 +224,11 @@ class Isolated:
         self.close()
         self._spawn()
         self.use(self.target)
+        return self
+
+    def spare(self):
+        """Where calls that must not touch this run's history would go: this worker itself,
+        since a second worker would double the import; its calls simply come first."""
         return self
 
     # -- calls -----------------------------------------------------------------------------

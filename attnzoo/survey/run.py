@@ -99,7 +99,7 @@ def run_one(module, decl, dtype, seed):
         except BadTarget as e:
             raise Skip(f"{decl.distribution} is installed but the adapter cannot load: {e}"
                        ) from None
-        subject = Subject(target, executor, dtype)
+        subject = Subject(target, executor, dtype, scoped=True)  # every call at this dtype
         findings = [run(d, subject, battery, cases=True) for d in chosen]
     finally:
         executor.close()

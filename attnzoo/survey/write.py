@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from attnzoo.survey.capabilities import VOCABULARY
+from detectors.kit.capabilities import LAYOUTS
 
 FLAGGED = ("killed", "nan", "crashed", "hung")
 SNIPPET_LINES = 30  # longer reproductions stay in the JSON only
@@ -25,9 +26,19 @@ def write(doc, folder):
     return paths
 
 
+def refused_cases(run):
+    """The cases the library refused at run time (set aside for that case only, as the
+    harness does with a refusal), over every detector of one run."""
+    return sorted({case for f in run["findings"]
+                   for case, why in (f.get("unsupported") or {}).items()
+                   if why.startswith("refused:")})
+
+
 def cell(run):
     s = run["summary"]
-    refused = sum(1 for f in run["findings"] if f["refusal"])
+    # a run-time refusal is a case set aside; surveys written before that was so scored it
+    # as a crashed finding marked "refusal", and still read as they were written
+    refused = len(refused_cases(run)) + sum(1 for f in run["findings"] if f["refusal"])
     text = f"{s['flagged']} flagged, {s['passed']} ok, {s['not_applicable']} n/a"
     if s.get("unsupported"):
         text += f", {s['unsupported']} unsupported"
@@ -46,7 +57,11 @@ def markdown(doc):
         "hand. Each implementation runs through an adapter in `attnzoo/survey/adapters/` that "
         "converts layouts, mask conventions and array types only; cases using a feature the "
         "adapter declares unsupported are set aside, not scored. A *refused* crash is one whose "
-        "message the declaration names (a run-time refusal, not a divergence).".format(**doc),
+        "message the declaration names (a run-time refusal, not a divergence).".format(**doc)
+        + (" A *refused* case is one the library refused at run time with such a message (or "
+           "torch's \"No available kernel\"): it is set aside for that case only, and every "
+           "detector runs the cases that remain." if any(refused_cases(r) for row in rows
+                                                         for r in row["runs"]) else ""),
         "",
         "| implementation | version | declared unsupported | " + " | ".join(dtypes) + " |",
         "| --- | --- | --- | " + " | ".join("---" for _ in dtypes) + " |",
@@ -57,8 +72,13 @@ def markdown(doc):
                  for d in dtypes]
         out.append(f"| {row['name']} ({row['title']}) | {row['version'] or 'not installed'} | "
                    f"{', '.join(row['unsupported']) or 'none'} | " + " | ".join(cells) + " |")
+    limits = {k: v for k, v in VOCABULARY.items() if k not in LAYOUTS}
     out += ["", "Capabilities vocabulary: " + "; ".join(f"`{k}`: {v}"
-                                                      for k, v in VOCABULARY.items()) + ".", ""]
+                                                      for k, v in limits.items()) + ".", ""]
+    declared = sorted({w for row in rows for w in row["unsupported"] if w in LAYOUTS})
+    if declared:  # a layout is not a limit: the harness adapts the calls, every case runs
+        out += ["Layouts declared: " + "; ".join(f"`{w}`: {VOCABULARY[w]}" for w in declared)
+                + ".", ""]
     for row in rows:
         out += section(row)
     return "\n".join(out) + "\n"
@@ -79,6 +99,8 @@ def section(row):
             out.append(f"Not run (declared unsupported): {', '.join(run['detectors_not_run'])}.")
         if run["cases_set_aside"]:
             out.append(f"Cases set aside: {', '.join(run['cases_set_aside'])}.")
+        if refused_cases(run):
+            out.append(f"Refused at run time: {', '.join(refused_cases(run))}.")
         flagged = [f for f in run["findings"] if f["verdict"] in FLAGGED]
         if not flagged:
             out.append("No detector flagged it.")

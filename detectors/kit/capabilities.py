@@ -21,7 +21,12 @@ VOCABULARY = {
     "dropout": "dropout_p > 0",
     "autograd": "gradients through torch autograd",
     "float64": "float64 inputs",
+    # not a limit but a layout: the harness adapts the calls, and every case still runs
+    "layout=BLHE": "query/key/value and the answer laid out (N, L, H, E), not (N, H, L, E): "
+                   "the harness transposes them (the mask stays (N, H, L, S), as jax.nn and "
+                   "keras take it)",
 }
+LAYOUTS = {"layout=BLHE": "BLHE"}  # declared word -> the layout's axis letters
 # refusals every target may give: torch's SDPA dispatcher finding no kernel for a call
 ALWAYS_REFUSED = ("No available kernel",)
 
@@ -38,6 +43,16 @@ def parse(text):
     if bad is not None:
         raise ValueError(f"unknown capability {bad!r}: use one of {', '.join(VOCABULARY)}")
     return names
+
+
+def layout(declared):
+    """The layout a target's declarations name: "BHLE" (SDPA's, the default) or "BLHE"."""
+    return next((LAYOUTS[d] for d in declared if d in LAYOUTS), "BHLE")
+
+
+def limits(declared):
+    """The declared words that are limits (cases set aside), without the layout."""
+    return tuple(d for d in declared if d not in LAYOUTS)
 
 
 def features(call):

@@ -39,6 +39,26 @@ def fmt(x):
     return f"{float(x):.6g}"
 
 
+def digits(x, other):
+    """``x`` with as many significant digits as it takes to tell it from ``other`` (at least
+    six), so two numbers that differ never print alike."""
+    x, other = float(x), float(other)
+    if not (np.isfinite(x) and np.isfinite(other)) or x == other:
+        return fmt(x)
+    for n in range(6, 18):
+        if f"{x:.{n}g}" != f"{other:.{n}g}":
+            return f"{x:.{n}g}"
+    return repr(x)
+
+
+def off_by(actual, expected):
+    """`` (off by 1.2e-07)`` for two finite numbers that differ, else ""."""
+    a, b = float(actual), float(expected)
+    if not (np.isfinite(a) and np.isfinite(b)) or a == b:
+        return ""
+    return f" (off by {abs(a - b):.2g})"
+
+
 def at(name, index):
     return f"{name}[{', '.join(str(int(i)) for i in index)}]" if index else name
 
@@ -75,8 +95,8 @@ def close(actual, expected, atol, what="out"):
         index = first(bad)
         got, want = actual[index], expected[index]
         verdict = NAN if not np.isfinite(got) and np.isfinite(want) else KILLED
-        raise Mismatch(f"{at(what, index)} = {fmt(want)} (± {atol:.2g})", fmt(got), index,
-                       verdict)
+        raise Mismatch(f"{at(what, index)} = {digits(want, got)} (± {atol:.2g})",
+                       digits(got, want) + off_by(got, want), index, verdict)
 
 
 def agree(before, after, atol, what="out", names=("f(x)", "f(x′)")):
@@ -98,7 +118,12 @@ def _differ(before, after, bad, allowance, what, names):
         return
     index = first(bad)
     a, b = (f"{n}{'' if what == 'out' else ' ' + what}" for n in names)
-    got = f"{at(a, index)} = {fmt(before[index])}, {at(b, index)} = {fmt(after[index])}"
+    x, y = fmt(before[index]), fmt(after[index])
+    if before.dtype != bool and after.dtype != bool:
+        x, y = digits(before[index], after[index]), digits(after[index], before[index])
+        gap = off_by(after[index], before[index])  # " (off by …)"
+        allowance += f"; they differ by {gap[len(' (off by '):-1]}" if gap else ""
+    got = f"{at(a, index)} = {x}, {at(b, index)} = {y}"
     verdict = NAN if not np.isfinite(after[index]) and np.isfinite(before[index]) else KILLED
     raise Mismatch(f"{at(a, index)} = {at(b, index)} ({allowance})", got, index, verdict,
                    f"{got}, should be equal ({allowance})")

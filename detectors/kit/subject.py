@@ -14,8 +14,9 @@ import numpy as np
 
 from detectors.kit import expect
 from detectors.kit.calls import ARG_NAMES, Request
-from detectors.kit.capabilities import features, refusal
+from detectors.kit.capabilities import features, layout, refusal
 from detectors.kit.expect import Mismatch
+from detectors.kit.layout import heads_last, swapped_back
 from detectors.kit.verdict import (
     CRASHED,
     Evidence,
@@ -39,10 +40,13 @@ class Answer:
 
 
 class Subject:
-    def __init__(self, target, executor, dtype="float64"):
+    def __init__(self, target, executor, dtype="float64", scoped=False):
         self.target = target
         self.executor = executor
         self.dtype = dtype  # the dtype every call uses unless a detector asks for another
+        # scoped (check --dtype): every call of the run is at ``dtype``; a detector whose
+        # property needs another dtype says so (n/a, or that case unsupported)
+        self.scope = dtype if scoped else None
         self.calls = 0
         self.impl_seconds = 0.0
         self.last = None  # the last request sent, for the evidence of a crash
@@ -89,6 +93,16 @@ class Subject:
             raise KeyError(f"part {part!r} is not in the detector's NEEDS {self.declared}")
         return part in self.parts
 
+    def dtypes(self, wanted):
+        """The dtypes of ``wanted`` the run may call at (all of them, unless scoped)."""
+        return tuple(d for d in wanted if self.scope is None or d == self.scope)
+
+    def out_of_scope(self, dtype):
+        """Why a call at ``dtype`` may not be made in this run, or None."""
+        if self.scope is None or dtype in (None, self.scope):
+            return None
+        return f"needs {dtype} calls, and --dtype {self.scope} scopes every call of the run"
+
     def cannot(self, call):
         """Why this target cannot make ``call`` (a contract or a keyword short), or None."""
         if self.contract not in call.spec.contracts:
@@ -106,6 +120,12 @@ class Subject:
     def unsupported(self):
         """The capabilities the target declares it lacks (beside the callable or by option)."""
         return frozenset(self.target.unsupported) | frozenset(self.manifest.unsupported or ())
+
+    @property
+    def layout(self):
+        """"BHLE" (SDPA's (N, H, L, E)), or "BLHE" when the target declares (N, L, H, E): its
+        calls are then transposed on the way in and their answers on the way out."""
+        return layout(self.unsupported)
 
     @property
     def refuses(self):
@@ -149,6 +169,9 @@ class Subject:
             raise NotApplicable("NumPy has no bfloat16")
         if request.fn != "sdpa" and self.manifest.lacks(request.fn):
             raise LookupError(f"{request.fn} was called but the detector's NEEDS lacks it")
+        scoped = self.out_of_scope(request.dtype if request.fn != "causal_mask" else None)
+        if scoped:  # a detector that forgot the scope: its case is set aside, never called
+            raise Unsupported(self._key(request), scoped)
         self.last = request
         try:
             result = self.executor.run(request)
@@ -165,6 +188,8 @@ class Subject:
             raise
         if getattr(request, "crop", None):
             result = _cropped(result, *request.crop)
+        if getattr(request, "swapped", False):
+            result = swapped_back(result)
         self.calls += 1
         self.impl_seconds += result.seconds
         return result
@@ -281,9 +306,15 @@ class Subject:
         if lacking:
             raise Unsupported(self.current or call.name,
                               f"declared unsupported: {', '.join(lacking)}")
+        swapped = self.layout == "BLHE" and q.ndim >= 3
+        if swapped:  # (..., H, L, E) -> (..., L, H, E), and the upstream gradient alike; the
+            # mask stays (..., H, L, S), as (N, L, H, E) libraries take it (detectors.kit.layout)
+            if kw.get("grad") is not None:  # (..., H, L, Ev), as the answer it multiplies
+                kw["grad"] = heads_last(kw["grad"].reshape(q.shape[:-1] + v.shape[-1:]))
+            q, k, v = (heads_last(a) for a in (q, k, v))
         request = Request("sdpa", (q, k, v), kwargs, dtype=dtype,
                           device=self.target.device, strided=call.spec.strided, **kw)
-        request.case, request.crop = call.name, (crop and (E, Ev))
+        request.case, request.crop, request.swapped = call.name, (crop and (E, Ev)), swapped
         return request
 
     @staticmethod
@@ -307,6 +338,8 @@ class Subject:
             return Answer(out, w if weights else None, result.dtypes[0], (request,),
                           result.mutated, result.grads, result.dtypes[1])
         as_call = self.projected(call)  # is_causal: request() says so if the callable lacks it
+        if kw.get("grad") is not None:  # the upstream gradient as the (N, 1, T, d_v) answer
+            kw["grad"] = kw["grad"].reshape(as_call.q.shape[:-1] + as_call.v.shape[-1:])
         answer = self.attend(as_call, weights=weights, dtype=dtype, **kw)
         shape = call.x.shape[:-1]  # (..., T): drop the (N, 1) head axis the call added
         answer.out = _unfold(answer.out, shape)
@@ -339,6 +372,8 @@ class Subject:
         crop = getattr(answer.requests[0], "crop", None)
         if crop:
             values = _cropped(_bare(values), *crop).values
+        if getattr(answer.requests[0], "swapped", False):  # read in its layout, as it was sent
+            values = swapped_back(_bare(values)).values
         weights = values[1] if len(values) > 1 and answer.weights is not None else None
         return Answer(values[0], weights, dtypes[0], answer.requests[:1])
 

@@ -19,7 +19,8 @@ def ops(backend):
 
 
 def attend(backend, query, key, value, attn_mask, dropout_p, is_causal, scale, to_array):
-    """The call in keras' (N, L, H, E) layout; a bool mask as ``mask``, a float one as ``bias``."""
+    """The call in keras' (N, L, H, E) layout, which the harness sends (``layout=BLHE``); a
+    bool mask as ``mask``, a float one as ``bias``."""
     import torch
 
     from attnzoo.survey.adapters import _convert
@@ -27,7 +28,7 @@ def attend(backend, query, key, value, attn_mask, dropout_p, is_causal, scale, t
     ops_ = ops(backend)
     if dropout_p > 0:
         raise NotImplementedError("keras.ops.dot_product_attention takes no dropout")
-    q, k, v = (to_array(_convert.heads_last(t)) for t in (query, key, value))
+    q, k, v = (to_array(t) for t in (query, key, value))  # (N, L, H, E)
     m = to_array(_convert.rank4(attn_mask)) if attn_mask is not None else None
     is_bool = attn_mask is not None and attn_mask.dtype == torch.bool
     return ops_.dot_product_attention(q, k, v, bias=None if is_bool else m,

@@ -1,10 +1,10 @@
 """jax.nn.dot_product_attention (jax[cpu], XLA implementation).
 
 Converts: torch tensors to NumPy arrays and the answer back (values and dtype unchanged; float64
-needs ``jax_enable_x64``, switched on in the worker before the first call); the layout
-(N, H, L, E) → JAX's (N, L, H, E) and the answer back, transposes; a bool mask to ``mask``
+needs ``jax_enable_x64``, switched on in the worker before the first call); a bool mask to ``mask``
 (True = attend, as SDPA), a float mask to ``bias``, each broadcast to rank 4 by adding size-1
-axes. Grouped heads are JAX's own (N a multiple of K).
+axes. Grouped heads are JAX's own (N a multiple of K). JAX's (N, L, H, E) layout is declared
+(``layout=BLHE``): the harness transposes query, key, value and the answer, not the adapter.
 """
 
 from attnzoo.survey.adapters import _lazy
@@ -14,7 +14,8 @@ DECLARATION = Declaration(
     name="jax-nn", title="jax.nn.dot_product_attention",
     distribution="jax", module="jax",
     # value must have key's shape; BTNH or TNH only; no dropout argument; not torch autograd
-    unsupported=frozenset({"e_ne_ev", "rank_other_than_4", "dropout", "autograd"}),
+    unsupported=frozenset({"e_ne_ev", "rank_other_than_4", "dropout", "autograd",
+                           "layout=BLHE"}),
     refuses=("takes no dropout", "value shape should be"),
     docs="https://docs.jax.dev/en/latest/_autosummary/jax.nn.dot_product_attention.html",
 )
@@ -31,13 +32,13 @@ def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, sca
     jax.config.update("jax_enable_x64", True)
     if dropout_p > 0:
         raise NotImplementedError("jax.nn.dot_product_attention takes no dropout")
-    q, k, v = (_convert.to_numpy(_convert.heads_last(t)) for t in (query, key, value))
+    q, k, v = (_convert.to_numpy(t) for t in (query, key, value))  # (N, L, H, E) already
     m = _convert.to_numpy(_convert.rank4(attn_mask))
     is_bool = attn_mask is not None and attn_mask.dtype == torch.bool
     out = jax.nn.dot_product_attention(q, k, v, bias=None if is_bool else m,
                                        mask=m if is_bool else None, scale=scale,
                                        is_causal=is_causal)
-    return _convert.heads_first(_convert.to_torch(np.asarray(out), query))  # (N, H, L, Ev)
+    return _convert.to_torch(np.asarray(out), query)  # (N, L, H, Ev), as declared
 
 
 __getattr__ = _lazy.loader(DECLARATION, _sdpa)

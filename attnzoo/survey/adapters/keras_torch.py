@@ -1,9 +1,9 @@
 """keras.ops.dot_product_attention, KERAS_BACKEND=torch.
 
-Converts: the layout (N, H, L, E) → keras' (N, L, H, E) and back, transposes; a bool mask to
-``mask`` (True = attend, as SDPA), a float mask to ``bias``, each broadcast to rank 4 by adding
-size-1 axes; ``flash_attention=False``. Tensors stay torch tensors (keras' torch backend takes
-them as they are). Grouped heads are keras' own.
+Converts: a bool mask to ``mask`` (True = attend, as SDPA), a float mask to ``bias``, each
+broadcast to rank 4 by adding size-1 axes; ``flash_attention=False``. Tensors stay torch
+tensors (keras' torch backend takes them as they are). Grouped heads are keras' own. Keras'
+(N, L, H, E) layout is declared (``layout=BLHE``): the harness transposes, not the adapter.
 """
 
 from attnzoo.survey.adapters import _keras, _lazy
@@ -12,7 +12,7 @@ from attnzoo.survey.capabilities import Declaration
 DECLARATION = Declaration(
     name="keras-torch", title="keras.ops.dot_product_attention (torch backend)",
     distribution="keras", module="keras",
-    unsupported=frozenset({"rank_other_than_4", "dropout"}),
+    unsupported=frozenset({"rank_other_than_4", "dropout", "layout=BLHE"}),
     refuses=("takes no dropout",),
     docs="https://keras.io/api/ops/nn/#dot_product_attention-function",
 )
@@ -20,11 +20,10 @@ DECLARATION = Declaration(
 
 def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
          enable_gqa=False):
-    from attnzoo.survey.adapters import _convert, _keras
+    from attnzoo.survey.adapters import _keras
 
-    out = _keras.attend("torch", query, key, value, attn_mask, dropout_p, is_causal, scale,
-                        lambda t: t)
-    return _convert.heads_first(out)  # (N, L, H, Ev) → (N, H, L, Ev)
+    return _keras.attend("torch", query, key, value, attn_mask, dropout_p, is_causal, scale,
+                         lambda t: t)  # (N, L, H, Ev), as declared
 
 
 __getattr__ = _lazy.loader(DECLARATION, _sdpa, before=lambda: _keras.ops("torch"))

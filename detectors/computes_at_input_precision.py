@@ -1,0 +1,46 @@
+"""Attention computes at the precision of its inputs.
+
+Precision apart from semantics (C6). On plain cases (no mask, no causal, no scale, no grouped
+heads, ordinary magnitudes) the error against exact attention is compared with what correct
+code makes at the inputs' dtype and at each coarser format (detectors.kit.precision). A
+library that computes softmax in float32 for float64 inputs, or casts to float16 "for speed"
+and back, is reported here once — "float64 inputs computed to float32 accuracy" — while every
+semantic relation is judged at the precision it was measured to have, so the other detectors
+say only what is wrong beyond it. An error no format explains is a wrong answer, which the
+semantic detectors judge; this detector does not claim it.
+"""
+
+from detectors.kit import expect
+from detectors.kit.needs import ATTENTION
+from detectors.kit.precision import formats, on, plain_cases
+from detectors.kit.verdict import NotApplicable
+
+PROPERTY = "Plain cases come back as accurate as correct code at the inputs' dtype computes them."
+CLAUSES = ("C6",)
+ORACLE = "differential"
+NEEDS = ATTENTION
+
+
+def check(subject, battery):
+    dtype = subject.dtype
+    if not plain_cases(subject, battery):
+        return  # no call made: the runner reports that nothing applied
+    found = on(subject, lambda call: subject.attend(call, dtype=dtype), dtype, battery)
+    if found.effective is None:
+        raise NotApplicable(
+            f"the error on plain cases ({found.error:.3g} on {found.case}) is more than any "
+            f"floating-point format explains ({dtype} allows {found.allows:.2g}, "
+            f"{formats(subject, dtype)[-1]} {found.cap:.2g}): a wrong answer, not a "
+            "precision, left to the semantic detectors")
+    if found.coarser:
+        where = expect.at("out", found.index)
+        with subject.case(found.case, found.answer):
+            raise expect.Mismatch(
+                f"{dtype} accuracy ({dtype} allows {found.allows:.2g})",
+                f"{found.effective} accuracy: error {found.error:.2g}",
+                found.index,
+                text=f"{dtype} inputs computed to {found.effective} accuracy: error "
+                     f"{found.error:.2g}, {dtype} allows {found.allows:.2g} ({where} = "
+                     f"{expect.digits(found.got, found.want)}, exact "
+                     f"{expect.digits(found.want, found.got)}, difference "
+                     f"{found.got - found.want:.2g})")
