@@ -1,4 +1,7 @@
-"""Layouts other than SDPA's (..., H, L, E), adapted by the harness rather than the user.
+"""Calls adapted to what a kernel accepts, by the harness rather than the user: other layouts,
+and E == Ev twins of E != Ev calls.
+
+Layouts other than SDPA's (..., H, L, E).
 
 A target declaring ``layout=BLHE`` (detectors.kit.capabilities) takes query, key and value as
 (..., L, H, E), the (batch, time, heads, features) layout of flash-attn, xformers and JAX, and
@@ -14,6 +17,8 @@ xformers' ``attn_bias`` is (B, H, Mq, Mk) — so it goes as SDPA's.
 from dataclasses import replace
 
 import numpy as np
+
+from detectors.kit.calls import Result
 
 
 def heads_last(a):
@@ -31,3 +36,35 @@ def swapped_back(result):
     grads = result.grads and {n: back(g) if n in ("query", "key", "value") else g
                               for n, g in result.grads.items()}
     return replace(result, values=(back(out),) + tuple(result.values[1:]), grads=grads)
+
+def pad_last(a, n):
+    """``a`` with zeros appended on its last axis up to size ``n``."""
+    return np.concatenate([a, np.zeros(a.shape[:-1] + (n - a.shape[-1],))], axis=-1)
+
+
+def twin(q, k, v):
+    """(q, k, v, the answer's width) with E == Ev: the narrower side padded with zeros.
+    Zero value columns give zero output columns; zero query/key columns add 0 to every score."""
+    E, Ev = q.shape[-1], v.shape[-1]
+    if Ev < E:
+        return q, k, pad_last(v, E), Ev
+    return pad_last(q, Ev), pad_last(k, Ev), v, Ev
+
+
+def cropped(result, E, Ev):
+    """A padded call's answer cut back to the call that was asked: out to Ev, gradients to
+    their arguments' widths."""
+    out = result.values[0]
+    values = (out[..., :Ev] if np.ndim(out) else out,) + tuple(result.values[1:])
+    grads = result.grads
+    if grads:
+        widths = {"query": E, "key": E, "value": Ev}
+        grads = {n: (g[..., :widths[n]] if n in widths and isinstance(g, np.ndarray)
+                     and g.ndim else g)
+                 for n, g in grads.items()}
+    return replace(result, values=values, grads=grads)
+
+
+def bare(values):
+    """Bare values as a Result, for :func:`cropped`."""
+    return Result(values, ())

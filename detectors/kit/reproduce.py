@@ -16,6 +16,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from detectors.kit.calls import ARG_NAMES
 from detectors.kit.derive import (
     SMALL,
     constant,
@@ -190,4 +191,38 @@ class Builder:
             if drawn is not None:
                 yield (var, base) + drawn
 
+def snippet(target, requests, relation=""):
+    """Python that loads the target and repeats the calls with the same inputs: small arrays
+    as literals, battery arrays redrawn from their seeded stream, derived ones as derivations
+    (detectors.kit.reproduce), each cast at the call to the dtype the request was sent in."""
+    torch = target.backend == "torch"
+    head = ["import numpy as np"] + (["import torch"] if torch else [])
+    head += ["from attnzoo.sandbox.target import load", f"impl = load({target.locator!r})"]
+    built, calls = Builder(), []
+    for n, request in enumerate(requests, 1):
+        arg_names = ARG_NAMES[request.fn]
+        parts = []
+        for name, a in list(zip(arg_names, request.args)) + list(request.kwargs.items()):
+            if isinstance(a, np.ndarray):
+                var = _cast(built.name(a, name), a, request.dtype, torch, target.device)
+                parts.append(var if name in arg_names else f"{name}={var}")
+            else:
+                parts.append(repr(a) if name in arg_names else f"{name}={a!r}")
+        fn = "impl" if request.fn == "sdpa" else f"impl.{request.fn}"
+        if request.seed is not None:
+            calls.append((f"torch.manual_seed({request.seed}); " if torch else "")
+                         + f"np.random.seed({request.seed})")
+        calls.append(f"r{n} = {fn}({', '.join(parts)})")
+    lines = head + built.lines + calls
+    if relation:
+        lines.append(f"# {relation}")
+    return "\n".join(lines)
 
+
+def _cast(var, a, dtype, torch, device):
+    """The argument as the request sent it: ``var`` (float64 or bool) in ``dtype``."""
+    if not torch:
+        return var if a.dtype == bool or dtype == "float64" else f"{var}.astype(np.{dtype})"
+    on = f", device={device!r}" if device != "cpu" else ""
+    kind = "" if a.dtype == bool else f", dtype=torch.{dtype}"
+    return f"torch.tensor({var}{kind}{on})"

@@ -8,15 +8,16 @@ matrix, so every property detector applies to both.
 """
 
 import contextlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from detectors.kit import expect
-from detectors.kit.calls import ARG_NAMES, Request
+from detectors.kit.calls import Request
 from detectors.kit.capabilities import features, layout, refusal
 from detectors.kit.expect import Mismatch
-from detectors.kit.layout import heads_last, swapped_back
+from detectors.kit.layout import bare, cropped, heads_last, pad_last, swapped_back, twin
+from detectors.kit.reproduce import snippet
 from detectors.kit.verdict import (
     CRASHED,
     Evidence,
@@ -187,7 +188,7 @@ class Subject:
                 raise Unsupported(key, f"refused: {failure.what}") from None
             raise
         if getattr(request, "crop", None):
-            result = _cropped(result, *request.crop)
+            result = cropped(result, *request.crop)
         if getattr(request, "swapped", False):
             result = swapped_back(result)
         self.calls += 1
@@ -281,9 +282,9 @@ class Subject:
         q, k, crop = call.q, call.k, None
         E, Ev = q.shape[-1], v.shape[-1]
         if E != Ev and self._can_pad(call):  # the E == Ev twin: same math, cropped answer
-            q, k, v, crop = _twin(q, k, v)
+            q, k, v, crop = twin(q, k, v)
             if "grad" in kw and kw["grad"] is not None:
-                kw["grad"] = _pad_last(kw["grad"], max(E, Ev))
+                kw["grad"] = pad_last(kw["grad"], max(E, Ev))
         kwargs = {}
         if call.mask is not None:
             kwargs["attn_mask"] = self._mask(call)
@@ -371,9 +372,9 @@ class Subject:
         values, dtypes = self.executor.reread(answer.kept)
         crop = getattr(answer.requests[0], "crop", None)
         if crop:
-            values = _cropped(_bare(values), *crop).values
+            values = cropped(bare(values), *crop).values
         if getattr(answer.requests[0], "swapped", False):  # read in its layout, as it was sent
-            values = swapped_back(_bare(values)).values
+            values = swapped_back(bare(values)).values
         weights = values[1] if len(values) > 1 and answer.weights is not None else None
         return Answer(values[0], weights, dtypes[0], answer.requests[:1])
 
@@ -434,81 +435,7 @@ class Cases(list):
         return Cases(self.subject, got) if isinstance(i, slice) else got
 
 
-def _pad_last(a, n):
-    """``a`` with zeros appended on its last axis up to size ``n``."""
-    return np.concatenate([a, np.zeros(a.shape[:-1] + (n - a.shape[-1],))], axis=-1)
-
-
-def _twin(q, k, v):
-    """(q, k, v, the answer's width) with E == Ev: the narrower side padded with zeros.
-    Zero value columns give zero output columns; zero query/key columns add 0 to every score."""
-    E, Ev = q.shape[-1], v.shape[-1]
-    if Ev < E:
-        return q, k, _pad_last(v, E), Ev
-    return _pad_last(q, Ev), _pad_last(k, Ev), v, Ev
-
-
-def _cropped(result, E, Ev):
-    """A padded call's answer cut back to the call that was asked: out to Ev, gradients to
-    their arguments' widths."""
-    out = result.values[0]
-    values = (out[..., :Ev] if np.ndim(out) else out,) + tuple(result.values[1:])
-    grads = result.grads
-    if grads:
-        widths = {"query": E, "key": E, "value": Ev}
-        grads = {n: (g[..., :widths[n]] if n in widths and isinstance(g, np.ndarray)
-                     and g.ndim else g)
-                 for n, g in grads.items()}
-    return replace(result, values=values, grads=grads)
-
-
-def _bare(values):
-    """Bare values as a Result, for :func:`_cropped`."""
-    from detectors.kit.calls import Result
-
-    return Result(values, ())
-
-
 def _unfold(a, shape):
     """(N, 1, T, d) back to (..., T, d); an answer of any other size is left for the checks."""
     want = shape + a.shape[-1:]
     return a.reshape(want) if a.size == int(np.prod(want)) and a.ndim >= 2 else a
-
-
-def snippet(target, requests, relation=""):
-    """Python that loads the target and repeats the calls with the same inputs: small arrays
-    as literals, battery arrays redrawn from their seeded stream, derived ones as derivations
-    (detectors.kit.reproduce), each cast at the call to the dtype the request was sent in."""
-    from detectors.kit.reproduce import Builder
-
-    torch = target.backend == "torch"
-    head = ["import numpy as np"] + (["import torch"] if torch else [])
-    head += ["from attnzoo.sandbox.target import load", f"impl = load({target.locator!r})"]
-    built, calls = Builder(), []
-    for n, request in enumerate(requests, 1):
-        arg_names = ARG_NAMES[request.fn]
-        parts = []
-        for name, a in list(zip(arg_names, request.args)) + list(request.kwargs.items()):
-            if isinstance(a, np.ndarray):
-                var = _cast(built.name(a, name), a, request.dtype, torch, target.device)
-                parts.append(var if name in arg_names else f"{name}={var}")
-            else:
-                parts.append(repr(a) if name in arg_names else f"{name}={a!r}")
-        fn = "impl" if request.fn == "sdpa" else f"impl.{request.fn}"
-        if request.seed is not None:
-            calls.append((f"torch.manual_seed({request.seed}); " if torch else "")
-                         + f"np.random.seed({request.seed})")
-        calls.append(f"r{n} = {fn}({', '.join(parts)})")
-    lines = head + built.lines + calls
-    if relation:
-        lines.append(f"# {relation}")
-    return "\n".join(lines)
-
-
-def _cast(var, a, dtype, torch, device):
-    """The argument as the request sent it: ``var`` (float64 or bool) in ``dtype``."""
-    if not torch:
-        return var if a.dtype == bool or dtype == "float64" else f"{var}.astype(np.{dtype})"
-    on = f", device={device!r}" if device != "cpu" else ""
-    kind = "" if a.dtype == bool else f", dtype=torch.{dtype}"
-    return f"torch.tensor({var}{kind}{on})"
