@@ -81,6 +81,21 @@ def test_an_e_eq_ev_kernel_is_tested_through_zero_padded_twins(tmp_path):
     assert code == 0
 
 
+def test_a_kernel_without_scale_gets_twins_with_the_query_rescaled(tmp_path):
+    # E == Ev only and no scale keyword (nn.MultiheadAttention's case): an Ev > E call goes
+    # as Q·sqrt(Ev/E) padded to Ev, so its scores keep 1/sqrt(E); gradients come back cropped
+    body = ("    assert scale is None, 'a declared case was sent'\n"
+            "    if query.shape[-1] != value.shape[-1]:\n"
+            "        raise RuntimeError('No available kernel. Aborting.')\n")
+    locator = target(tmp_path, "square_no_scale", body,
+                     'ATTNZOO_UNSUPPORTED = ("e_ne_ev", "scale")\n')
+    found, _, code = check(locator, "matches_loop_oracle", "correct_gradients")
+    for f in found.values():
+        assert f.verdict == "survived" and f.calls > 0, f.message
+        assert not any("e_ne_ev" in why for why in (f.unsupported or {}).values()), f.unsupported
+    assert code == 0
+
+
 def test_a_padded_twin_does_not_hide_a_wrong_answer(tmp_path):
     body = ("    if query.shape[-1] != value.shape[-1]:\n"
             "        raise RuntimeError('No available kernel. Aborting.')\n"

@@ -51,16 +51,16 @@ def twin(q, k, v):
     return pad_last(q, Ev), pad_last(k, Ev), v, Ev
 
 
-def cropped(result, E, Ev):
+def cropped(result, E, Ev, q_factor=1.0):
     """A padded call's answer cut back to the call that was asked: out to Ev, gradients to
-    their arguments' widths."""
+    their arguments' widths (and the query's multiplied by the factor Q was sent times)."""
     out = result.values[0]
     values = (out[..., :Ev] if np.ndim(out) else out,) + tuple(result.values[1:])
     grads = result.grads
     if grads:
         widths = {"query": E, "key": E, "value": Ev}
-        grads = {n: (g[..., :widths[n]] if n in widths and isinstance(g, np.ndarray)
-                     and g.ndim else g)
+        grads = {n: (g[..., :widths[n]] * (q_factor if n == "query" else 1.0)
+                     if n in widths and isinstance(g, np.ndarray) and g.ndim else g)
                  for n, g in grads.items()}
     return replace(result, values=values, grads=grads)
 

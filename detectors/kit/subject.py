@@ -271,20 +271,24 @@ class Subject:
         return self.send(request).values[0], request
 
     def _can_pad(self, call):
-        """Can an E != Ev call go as an E == Ev twin? Ev < E pads V; Ev > E pads Q and K,
-        which needs the scale passed explicitly (zeros change E, not the scores)."""
-        if not self.pad and "e_ne_ev" not in self.unsupported:
-            return False
-        E, Ev = call.q.shape[-1], call.v.shape[-1]
-        return Ev <= E or ("scale" in self.manifest.keywords and "scale" not in self.unsupported)
+        """Can an E != Ev call go as an E == Ev twin? Ev < E pads V; Ev > E pads Q and K, and
+        keeps the scores' 1/sqrt(E) (zeros change E, not Q·Kᵀ) by passing the scale, or, for a
+        kernel that takes none, by sending Q multiplied by sqrt(Ev/E)."""
+        return self.pad or "e_ne_ev" in self.unsupported
+
+    def _scale_kept(self):
+        return "scale" in self.manifest.keywords and "scale" not in self.unsupported
 
     def _sdpa_request(self, call, v, dtype, **kw):
-        q, k, crop = call.q, call.k, None
+        q, k, crop, q_factor = call.q, call.k, None, 1.0
         E, Ev = q.shape[-1], v.shape[-1]
         if E != Ev and self._can_pad(call):  # the E == Ev twin: same math, cropped answer
             q, k, v, crop = twin(q, k, v)
             if "grad" in kw and kw["grad"] is not None:
                 kw["grad"] = pad_last(kw["grad"], max(E, Ev))
+            if Ev > E and call.scale is None and not self._scale_kept():
+                q_factor = np.sqrt(Ev / E)  # (c·q)·k / sqrt(Ev) = q·k / sqrt(E)
+                q = q * q_factor
         kwargs = {}
         if call.mask is not None:
             kwargs["attn_mask"] = self._mask(call)
@@ -294,7 +298,7 @@ class Subject:
             kwargs["is_causal"] = True
         if call.scale is not None:
             kwargs["scale"] = call.scale
-        elif crop is not None and Ev > E:
+        elif crop is not None and Ev > E and q_factor == 1.0:
             kwargs["scale"] = 1 / np.sqrt(E)
         if call.gqa:
             kwargs["enable_gqa"] = True
@@ -315,7 +319,7 @@ class Subject:
             q, k, v = (heads_last(a) for a in (q, k, v))
         request = Request("sdpa", (q, k, v), kwargs, dtype=dtype,
                           device=self.target.device, strided=call.spec.strided, **kw)
-        request.case, request.crop, request.swapped = call.name, (crop and (E, Ev)), swapped
+        request.case, request.crop, request.swapped = call.name, (crop and (E, Ev, q_factor)), swapped
         return request
 
     @staticmethod
