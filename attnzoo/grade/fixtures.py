@@ -10,7 +10,6 @@ sees another's state, and writes one JSON line per event to the record file, flu
 hangs in a test leaves the name of that test behind. Nothing but these JSON lines goes back.
 """
 
-import inspect
 import json
 
 import pytest
@@ -82,17 +81,11 @@ class Recorder:
 
     def fresh(self):
         """A new instance of the implementation: modules as they are, objects rebuilt."""
-        from attnzoo.sandbox.target import load
+        from attnzoo.sandbox.target import load, renewed
 
         if self.implementation is None:
             self.implementation = load(self.spec["locator"])
-        obj = self.implementation
-        if not inspect.ismodule(obj):
-            try:
-                obj = type(obj)()
-            except TypeError:  # an object that cannot be rebuilt from nothing: keep it
-                pass
-        return obj
+        return renewed(self.implementation)
 
 
 def _recorder(request):

@@ -9,7 +9,6 @@ only the worker down, its output is captured and capped, and its whole process g
 with it (:mod:`hygiene`).
 """
 
-import inspect
 import os
 import signal
 import sys
@@ -17,7 +16,7 @@ import threading
 import time
 
 from attnzoo.sandbox import decide, hygiene, offer, probes, wire
-from attnzoo.sandbox.target import BadTarget, load, manifest
+from attnzoo.sandbox.target import BadTarget, load, manifest, renewed
 from detectors.kit.verdict import CRASHED, HUNG, ImplementationFailure
 
 CALL_SECONDS = 10.0  # per-call time limit
@@ -47,13 +46,7 @@ class InProcess:
 
     def fresh(self):
         """An executor on a new instance of the implementation, with none of its history."""
-        obj = self.obj
-        if not inspect.ismodule(obj):
-            try:
-                obj = type(obj)()
-            except TypeError:  # an object that cannot be rebuilt from nothing: keep it
-                pass
-        return InProcess(self.target, obj, self.call_seconds)
+        return InProcess(self.target, renewed(self.obj), self.call_seconds)
 
     def spare(self):
         """Where calls that must not touch this instance's history go: a new instance, or

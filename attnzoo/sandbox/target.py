@@ -66,6 +66,17 @@ class Manifest:
         return self.functions.get(fn, f"the target has no {fn}")
 
 
+def renewed(obj):
+    """A new instance of a callable object's class, so no state carries over between runs; a
+    module, or an object that cannot be rebuilt from nothing, as it is."""
+    if inspect.ismodule(obj):
+        return obj
+    try:
+        return type(obj)()
+    except TypeError:
+        return obj
+
+
 def load(locator):
     """Import what a locator names; raise BadTarget with a one-line fix on failure."""
     path, _, attr = _split(locator)

@@ -7,17 +7,13 @@ weights path. (The native fast path takes self-attention only, query is key is v
 a general SDPA call is not.)
 """
 
-from attnzoo.survey.adapters import _lazy
-from attnzoo.survey.capabilities import Declaration
+from dataclasses import replace
 
-DECLARATION = Declaration(
-    name="torch-mha-sdpa", title="torch nn.MultiheadAttention, need_weights=False",
-    distribution="torch", module="torch",
-    unsupported=frozenset({"e_ne_ev", "rank_other_than_4", "scale", "is_causal", "gqa"}),
-    refuses=("takes no scale", "does not match value shape",
-             "Need attn_mask if specifying the is_causal hint"),
-    docs="https://pytorch.org/docs/stable/generated/torch.nn.MultiheadAttention.html",
-)
+from attnzoo.survey.adapters import _lazy, torch_mha_weights
+
+# the same module and the same limits as the weights path: only the path differs
+DECLARATION = replace(torch_mha_weights.DECLARATION, name="torch-mha-sdpa",
+                      title="torch nn.MultiheadAttention, need_weights=False")
 
 
 def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
