@@ -19,6 +19,7 @@ PROPERTY = "Plain cases come back as accurate as correct code at the inputs' dty
 CLAUSES = ("C6",)
 ORACLE = "differential"
 NEEDS = ATTENTION
+CAUSE = "dtype"  # a failure is a finding about the inputs' dtype, not about its cases
 
 
 def check(subject, battery):

@@ -213,3 +213,35 @@ def test_check_without_following_has_no_diagnosis_and_the_same_verdict(checked):
     assert finding.cases == {} and sections[0]["diagnosis"] == [] == \
         doc["implementations"][0]["diagnosis"]
     assert code == 1
+
+
+def test_a_precision_finding_is_one_group_named_for_its_dtype():
+    """A softmax run in float32 is one finding about float64 inputs, not an unexplained one:
+    the precision detector declares CAUSE = "dtype", so its cases carry their dtype alone and
+    stand as their own evidence."""
+    sections, _, _, _ = run_check("tests/targets/softmax_float32.py:sdpa", depth="quick",
+                                  only=["computes_at_input_precision", "matches_loop_oracle"])
+    [group] = sections[0]["diagnosis"]
+    assert group["feature"] == "dtype:float64" and group["explains"] == "float64 inputs"
+    assert group["detectors"] == ["computes_at_input_precision"]
+    assert "float64 inputs computed to float32 accuracy" in group["smallest"]["message"]
+
+
+def test_a_declared_cause_is_its_own_evidence_and_only_for_its_detector():
+    declared = _finding("precision", {"heads": ["dtype:float64"]}, {})
+    declared["cases"]["cause"] = "dtype"
+    [group] = diagnose([declared])
+    assert group["feature"] == "dtype:float64" and "precision" in group["sentence"]
+    undeclared = _finding("precision", {"heads": ["dtype:float64"]}, {})
+    assert [g["feature"] for g in diagnose([undeclared])] == [None]
+
+
+def test_a_case_a_detector_names_at_the_runs_own_dtype_keeps_its_features():
+    """Under --dtype float32, "heads-empty-rows at float32" is the case "heads-empty-rows": its
+    failure is grouped with the other detectors' rows with no allowed key."""
+    sections, _, _, _ = run_check(f"{ROOT}:finite_fill", depth="quick", dtype="float32",
+                                  only=["low_precision_agreement", "empty_rows_are_zero"])
+    [group] = sections[0]["diagnosis"]
+    assert group["feature"] == "no_allowed_key", group["sentence"]
+    assert "low_precision_agreement" in group["detectors"]
+    assert not any(c.endswith(" at float32") for c in group["cases"])

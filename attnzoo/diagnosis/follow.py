@@ -68,13 +68,17 @@ def follow(detector, subject, battery, finding, first=None):
         finally:
             sent.update(subject.log or {})
     alignment = subject.target.causal_alignment
+    cause = getattr(detector, "CAUSE", None)
     for k, record in list(failed.items()) + list(passed.items()):
         call, request = sent.get(k, (None, None))
-        record["features"] = features.of(call, request, subject.base_dtype, alignment) \
-            if request is not None else []
+        if cause == "dtype":  # its property is the inputs' precision: the dtype is the feature
+            record["features"] = [f"dtype:{request.dtype if request else subject.base_dtype}"]
+        else:
+            record["features"] = features.of(call, request, subject.base_dtype, alignment) \
+                if request is not None else []
         record["size"] = features.size(call) if call is not None else None
     return {"failed": failed, "passed": passed, "complete": stopped in ("held", "no case left"),
-            "stopped": stopped}
+            "stopped": stopped, "cause": cause}
 
 
 def failed_key(subject):

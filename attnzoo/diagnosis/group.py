@@ -15,7 +15,11 @@ How it decides:
    every failing case lacking the feature belongs to another attributed group, and at least
    one detector of the group ran to the end and passed a case without the feature. A detector
    that breaks this leaves the group (iterated to a fixpoint); what is left unattributed goes
-   to one group that says "no single feature explains these", never to a guessed cause.
+   to one group that says "no single feature explains these", never to a guessed cause. The
+   exception is a detector that declares its ``CAUSE`` (its cases carry that feature alone): a
+   measurement of the inputs' precision is a finding about their dtype by construction, so it
+   is its own evidence, and a library whose softmax runs in float32 gets a group "float64
+   inputs" instead of an unexplained one.
 3. Refinement. A group whose features include another attributed group's joins that one (all
    their cases have the smaller set, so it explains both) and is listed as a refinement: in its
    detectors, the cases fail only where they have the extra feature too.
@@ -28,7 +32,7 @@ UNEXPLAINED = "no single feature explains these"
 
 def diagnose(findings):
     """Groups (dicts, largest first, the unexplained last) from findings in their JSON form."""
-    pairs, passes, complete, order = [], {}, {}, []
+    pairs, passes, complete, order, declared = [], {}, {}, [], set()
     for f in findings:
         cases = f.get("cases") or {}
         if f["verdict"] not in ("killed", "nan", "crashed", "hung"):
@@ -42,13 +46,16 @@ def diagnose(findings):
         pairs += [(d, key, frozenset(r.get("features", ())), r) for key, r in failed.items()]
         passes[d] = [frozenset(r.get("features", ())) for r in cases.get("passed", {}).values()]
         complete[d] = bool(cases.get("complete"))
+        if cases.get("cause"):
+            declared.add(d)
     if not pairs:
         return []
     groups = _cover(pairs, passes)
-    kept = _evidence(groups, pairs, passes, complete)
+    kept = _evidence(groups, pairs, passes, complete, declared)
     kept.pop(None)
     found = {f: [u for u in g if u[0] in kept[f]] for f, g in groups.items() if kept[f]}
-    out = [_describe(f, g, passes, order, refined) for f, g, refined in _merged(found)]
+    out = [_describe(f, g, passes, order, refined, declared)
+           for f, g, refined in _merged(found)]
     out.sort(key=lambda g: (-len(g["cases"]), _rank(tuple(g["features"]))))
     lost = [u for f, g in groups.items() for u in g if u[0] not in kept[f]]
     lost += [u for u in pairs if not u[2]]
@@ -111,8 +118,9 @@ def _merged(found):
     return [(f, pairs, refined) for f, (pairs, refined) in out.items()]
 
 
-def _evidence(groups, pairs, passes, complete):
-    """feature -> the detectors whose evidence supports it (step 2), iterated to a fixpoint."""
+def _evidence(groups, pairs, passes, complete, declared=frozenset()):
+    """feature -> the detectors whose evidence supports it (step 2), iterated to a fixpoint;
+    a detector in ``declared`` supports the feature it declares by construction."""
     kept = {f: {u[0] for u in g} for f, g in groups.items()}
     home = {(u[0], u[1]): None for u in pairs if not u[2]}  # a case with no feature: unexplained
     home |= {(u[0], u[1]): f for f, g in groups.items() for u in g}
@@ -126,14 +134,14 @@ def _evidence(groups, pairs, passes, complete):
                 if any(d not in kept[g] for g in others):
                     dets.discard(d)
                     changed = True
-            if dets and not any(complete[d] and any(not _has(f, p) for p in passes[d])
-                                for d in dets):
+            if dets and not dets <= declared and not any(
+                    complete[d] and any(not _has(f, p) for p in passes[d]) for d in dets):
                 dets.clear()
                 changed = True
     return kept
 
 
-def _describe(feature, group, passes, order, refined=()):
+def _describe(feature, group, passes, order, refined=(), declared=frozenset()):
     said = " together with ".join(features.phrase(x) for x in feature or ())
     dets = sorted({u[0] for u in group}, key=order.index)
     n = len(group)
@@ -148,6 +156,11 @@ def _describe(feature, group, passes, order, refined=()):
     if feature is None:
         sentence = f"No single feature explains these: {where}."
         without = 0
+    elif set(dets) <= declared:
+        without = sum(not _has(feature, p) for d in dets for p in passes[d])
+        sentence = (f"{where} all use {said}: a measurement of the inputs' precision, so a "
+                    "finding about the dtype itself; every other relation was judged at the "
+                    "precision measured.")
     else:
         without = sum(not _has(feature, p) for d in dets for p in passes[d])
         sentence = (f"{where} all use {said}; the {without} "

@@ -228,9 +228,12 @@ class Subject:
         return passed, result.message, Answer(result.values[0], None, "bool", (request,))
 
     def case_key(self, name, dtype):
-        """A case as the diagnosis counts it: its name, and its dtype where not the run's."""
-        plain = dtype in (None, self.base_dtype) or name.endswith(f" at {dtype}")
-        return name if plain else f"{name} at {dtype}"
+        """A case as the diagnosis counts it: its name, and its dtype where not the run's (a
+        detector that names the dtype itself, "heads at float32", is read the same way)."""
+        if dtype in (None, self.base_dtype):
+            suffix = f" at {self.base_dtype}"
+            return name[:-len(suffix)] if name.endswith(suffix) else name
+        return name if name.endswith(f" at {dtype}") else f"{name} at {dtype}"
 
     def _note(self, call, request):
         """Record what was sent, per case, for the runner's per-case outcomes."""
