@@ -178,6 +178,58 @@ def test_background_children_die_with_the_run(tmp_path):
     assert_all_die(seen)
 
 
+FORKED_TARGET = """
+import json, os, sys
+with open(os.environ["ATTNZOO_TEST_OUT"], "w") as f:
+    json.dump({"mark": os.environ.get("ATTNZOO_TEST_MARK"), "cwd": os.getcwd(),
+               "path0": sys.path[0]}, f)
+print("printed while importing")
+from reference.sdpa import scaled_dot_product_attention as sdpa
+"""
+
+
+def test_a_worker_is_a_fork_of_the_server_set_up_as_python_m_would_start_it(tmp_path,
+                                                                             monkeypatch):
+    """Its own session, stdin from /dev/null, the parent's environment and folder, output that
+    reaches the parent unbuffered; a restart is a new fork; a killed server takes its worker
+    with it and the next worker comes from a new one."""
+    from attnzoo.sandbox import zygote
+    from attnzoo.sandbox.executor import Isolated
+    from attnzoo.sandbox.target import Target
+
+    (tmp_path / "forked.py").write_text(FORKED_TARGET)
+    monkeypatch.setenv("ATTNZOO_TEST_MARK", "from the parent")
+    monkeypatch.setenv("ATTNZOO_TEST_OUT", str(tmp_path / "seen.json"))
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    monkeypatch.chdir(tmp_path)
+    ex = Isolated(Target("forked", "forked.py:sdpa", "sdpa", "torch"))
+    try:
+        pid, server = ex.proc.pid, zygote.server_pid()
+        ppid, pgrp, session, _ = _stat(pid)
+        assert ppid == server and pgrp == session == pid
+        assert os.readlink(f"/proc/{pid}/fd/0") == os.devnull
+        seen = json.loads((tmp_path / "seen.json").read_text())
+        assert seen == {"mark": "from the parent", "cwd": str(tmp_path), "path0": str(tmp_path)}
+        ex.output.drain()
+        assert ex.output.first_line() == "printed while importing"
+        ex.fresh()
+        assert ex.proc.pid != pid and wait_for(lambda: not alive(pid))
+        assert zygote.server_pid() == server
+        worker = ex.proc.pid
+        os.kill(server, signal.SIGKILL)
+        assert wait_for(lambda: not alive(worker))  # its parent-death signal
+        ex.fresh()
+        assert zygote.server_pid() not in (None, server) and alive(ex.proc.pid)
+    finally:
+        ex.close()
+
+
+def _stat(pid):
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        fields = f.read().rsplit(b")", 1)[1].split()
+    return int(fields[1]), int(fields[2]), int(fields[3]), fields[0].decode()
+
+
 def assert_all_die(seen):
     """Every recorded process is gone, allowing for a SIGKILLed one that has yet to be scheduled
     to exit on a loaded machine (its /proc entry says "running" until then); they sleep 300 s."""

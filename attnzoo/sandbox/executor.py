@@ -11,7 +11,6 @@ with it (:mod:`hygiene`).
 
 import os
 import signal
-import sys
 import threading
 import time
 
@@ -150,9 +149,7 @@ class Isolated:
     def _spawn(self):
         parent, child = wire.pair()
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self.proc, self.output = hygiene.spawn(
-            [sys.executable, "-m", "attnzoo.sandbox.worker", str(child.fileno())],
-            (child.fileno(),), env)
+        self.proc, self.output = hygiene.spawn(child.fileno(), env)
         child.close()
         self.sock = parent
         self.warm = set()

@@ -61,14 +61,22 @@ class Capture:
         return lines[0] if lines else ""
 
 
-def spawn(argv, pass_fds, env):
-    """Start a worker in its own session; returns (Popen, Capture of its output)."""
-    proc = subprocess.Popen(
-        argv, pass_fds=pass_fds, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, env=env, start_new_session=True, close_fds=True,
-    )
+def spawn(wire_fd, env):
+    """Start a worker in its own session, speaking on ``wire_fd``, forked from the server that
+    has torch imported (:mod:`attnzoo.sandbox.zygote`); returns (its process, Capture of its
+    output)."""
+    from attnzoo.sandbox import zygote
+
+    read, write = os.pipe()
+    try:
+        proc = zygote.spawn(wire_fd, write, env)
+    except BaseException:
+        os.close(read)
+        raise
+    finally:
+        os.close(write)
     _live[proc.pid] = proc
-    return proc, Capture(proc.stdout)
+    return proc, Capture(open(read, "rb", buffering=0))
 
 
 def wait_readable(sock, capture, seconds):
@@ -128,6 +136,8 @@ def _signal(pid):
 def _strays(worker):
     """Live processes of the worker's group or session, its descendants, and (subreaper)
     descendants of attnzoo that are not other workers."""
+    from attnzoo.sandbox import zygote
+
     me = os.getpid()
     table = {}
     for name in os.listdir("/proc") if os.path.isdir("/proc") else ():
@@ -136,7 +146,7 @@ def _strays(worker):
             if stat is not None and stat[3] != "Z":
                 table[int(name)] = stat
     roots = {worker} | ({me} if _installed else set())
-    others = set(_live) - {worker}
+    others = (set(_live) - {worker}) | {zygote.server_pid()}  # the server is no one's stray
 
     def descends(pid):
         seen = set()

@@ -1,0 +1,222 @@
+"""Workers forked from a server that has already imported numpy and torch.
+
+A fresh ``python -m attnzoo.sandbox.worker`` spends about two seconds of CPU importing torch
+before its first answer, and a check starts several: one, one more for the detector that needs
+an implementation with no history, and one after every crash or hang. The server
+(``python -m attnzoo.sandbox.zygote FD``) imports them once, runs no torch op (so no thread pool
+exists to be forked) and forks one worker per request. It speaks only over the socketpair it
+was born with: it has no address, so nothing else can ask it for a process. A request carries
+the worker's wire socket and output pipe (SCM_RIGHTS) and its environment and working directory
+(JSON); the child becomes what ``python -m attnzoo.sandbox.worker FD`` started there would be
+— its own session, no terminal, stdin from /dev/null, unbuffered stdout and stderr into the
+pipe, that environment and directory first on ``sys.path`` — and SIGKILL comes to it when the
+server dies, which dies with attnzoo. The server reaps its children and reports each exit
+status; :class:`Forked` is the parent's handle on a worker (``pid``/``poll``/``wait`` as
+``subprocess.Popen``). The modules the server imported stay imported in the worker, as
+``sys.modules``; the target's own module is imported by the worker, fresh, every time.
+"""
+
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+PRELOAD = ("numpy", "torch", "detectors.kit.verdict", "attnzoo.sandbox.decide",
+           "attnzoo.sandbox.offer", "attnzoo.sandbox.probes", "attnzoo.sandbox.target",
+           "attnzoo.sandbox.wire", "attnzoo.sandbox.worker")
+_lock = threading.Lock()
+_server = None
+
+
+class Server:
+    """The parent's end: one per attnzoo process, started on the first worker, again if it
+    died."""
+
+    def __init__(self):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "attnzoo.sandbox.zygote", str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+        theirs.close()
+        self.sock, self.codes, self.alive = ours, {}, True
+
+    def fork(self, wire_fd, out_fd, env, cwd):
+        """A new worker's pid, or None when the server is gone."""
+        try:
+            socket.send_fds(self.sock, [json.dumps({"env": env, "cwd": cwd}).encode()],
+                            [wire_fd, out_fd])
+        except OSError:
+            self.alive = False
+            return None
+        while self.alive:
+            message = self._read(None)
+            if message is not None and "pid" in message:
+                return message["pid"]
+        return None
+
+    def status(self, pid, timeout):
+        """The exit code of a worker (negative: the signal), None while it runs; waits up to
+        ``timeout`` seconds (None: until it ends). A server gone reports its workers gone."""
+        until = None if timeout is None else time.monotonic() + timeout
+        while pid not in self.codes and self.alive:
+            left = None if until is None else max(0.0, until - time.monotonic())
+            if self._read(left) is None and left == 0:
+                break
+        if pid in self.codes:
+            return self.codes[pid]
+        return -signal.SIGKILL if not self.alive else None  # its SIGKILL came with the server's
+
+    def _read(self, timeout):
+        ready, _, _ = select.select([self.sock], [], [], timeout)
+        if not ready:
+            return None
+        try:
+            data = self.sock.recv(4096)
+        except OSError:
+            data = b""
+        if not data:
+            self.alive = False
+            return None
+        message = json.loads(data)
+        if "exit" in message:
+            self.codes[message["exit"]] = message["code"]
+        return message
+
+
+class Forked:
+    """A worker forked by the server, watched like a ``subprocess.Popen``."""
+
+    def __init__(self, pid, server):
+        self.pid, self.server, self.returncode = pid, server, None
+
+    def poll(self):
+        if self.returncode is None:
+            self.returncode = self.server.status(self.pid, 0)
+        return self.returncode
+
+    def wait(self, timeout=None):
+        if self.returncode is None:
+            self.returncode = self.server.status(self.pid, timeout)
+        if self.returncode is None:
+            raise subprocess.TimeoutExpired("attnzoo.sandbox.worker", timeout)
+        return self.returncode
+
+
+def spawn(wire_fd, out_fd, env):
+    """Fork a worker that speaks on ``wire_fd`` and writes into ``out_fd``; its ``Forked``."""
+    global _server
+    with _lock:
+        for _ in range(2):  # a server the last target killed is started again, once
+            if _server is None or not _server.alive:
+                _server = Server()
+            pid = _server.fork(wire_fd, out_fd, env, os.getcwd())
+            if pid is not None:
+                return Forked(pid, _server)
+        raise OSError("the worker server did not start")
+
+
+def server_pid():
+    """The server's pid (not a stray of any worker), or None."""
+    return _server.proc.pid if _server is not None and _server.alive else None
+
+
+# -- the server ----------------------------------------------------------------------------
+
+
+def serve(fd):
+    from attnzoo.sandbox import hygiene
+
+    hygiene.die_with_parent()
+    sock = socket.socket(fileno=fd)
+    for name in PRELOAD:
+        __import__(name)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(wake_w)
+    while True:
+        ready, _, _ = select.select([sock, wake_r], [], [])
+        if wake_r in ready:
+            os.read(wake_r, 4096)
+            _report_exits(sock)
+        if sock in ready:
+            message, fds, _, _ = socket.recv_fds(sock, 1 << 20, 2)
+            if not message:
+                return  # attnzoo is gone: so are the workers (their parent-death signal)
+            pid = os.fork()
+            if pid == 0:
+                _become_worker(json.loads(message), fds, (sock.fileno(), wake_r, wake_w))
+            for f in fds:
+                os.close(f)
+            sock.send(json.dumps({"pid": pid}).encode())
+
+
+def _report_exits(sock):
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        sock.send(json.dumps({"exit": pid, "code": os.waitstatus_to_exitcode(status)}).encode())
+
+
+def _become_worker(request, fds, server_fds):
+    """In the child: what ``python -m attnzoo.sandbox.worker FD`` in ``cwd`` would be. Never
+    returns."""
+    import io
+
+    code = 1
+    try:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for f in server_fds:
+            os.close(f)
+        wire_fd, out_fd = fds
+        os.setsid()
+        from attnzoo.sandbox import hygiene, worker
+
+        hygiene.die_with_parent()
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out_fd, 1)
+        os.dup2(out_fd, 2)
+        os.close(null)
+        os.close(out_fd)
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True,
+                                      errors="backslashreplace")
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        sys.path[0] = request["cwd"]
+        sys.argv = [worker.__file__, str(wire_fd)]
+        worker.main(wire_fd)
+        code = 0
+    except SystemExit as e:  # as the interpreter reads it
+        if e.code is None or isinstance(e.code, int):
+            code = e.code or 0
+        else:
+            print(e.code, file=sys.stderr)
+    except BaseException:  # noqa: BLE001 - as an uncaught exception ends a python process
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001
+                pass
+        os._exit(code & 0xFF if isinstance(code, int) else 1)
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]))
