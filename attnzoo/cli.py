@@ -140,6 +140,9 @@ def build_parser():
     p.add_argument("--repeat", type=int, default=1, help="draw the battery N times (cost scales)")
     p.add_argument("--only", action="append", metavar="ID", help="only rows of this entry")
     p.add_argument("--output", metavar="PATH", help="write there instead of stdout")
+    p.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)), metavar="N",
+                   help="rows computed by N processes at once (default: the processors this "
+                   "process may use); the cells are the same for any N")
     p.set_defaults(run=cmd_matrix)
 
     p = sub.add_parser("new", help="scaffold a new zoo entry to fill in")
@@ -247,6 +250,10 @@ def cmd_matrix(args):
 
     if args.repeat < 1:
         raise UsageError("--repeat must be at least 1")
+    if args.jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, not {args.jobs}")
+    if args.jobs > 1 and args.device != "cpu":
+        args.jobs = 1  # one CUDA context per forked process is what fork cannot give
     check_seed(args.seed)
     if args.output and not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
         raise UsageError(f"cannot write {args.output}: its folder does not exist")
@@ -259,7 +266,7 @@ def cmd_matrix(args):
     if args.seeds is not None:
         return seed_sweep(args, select)
     m = model.evaluate(args.seed, args.repeat, select=select, device=args.device,
-                       dtype=args.dtype, depth=args.depth)
+                       dtype=args.dtype, depth=args.depth, jobs=args.jobs)
     out = model.dumps(m) if args.format == "json" else render.FORMATS[args.format](m)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
@@ -279,7 +286,7 @@ def seed_sweep(args, select):
     for seed in range(args.seeds):
         start = time.perf_counter()
         m = model.evaluate(seed, args.repeat, select=select, device=args.device,
-                           dtype=args.dtype, depth=args.depth)
+                           dtype=args.dtype, depth=args.depth, jobs=args.jobs)
         runs.append(model.kinds(m))
         print(f"seed {seed}: {len(m.failures())} failing cells, "
               f"{time.perf_counter() - start:.1f} s", flush=True)

@@ -35,6 +35,16 @@ def test_parallel_kill_matrix_equals_serial(tmp_path):
     assert serial["summary"] == parallel["summary"]
 
 
+def test_matrix_in_forked_processes_equals_serial():
+    """`attnzoo matrix --jobs 2` spreads rows over processes; every cell is the serial one."""
+    ids = ("reference", "mask-fill-zero", "gqa-repeat-instead-of-interleave")
+    picked = lambda row: row.id in ids  # noqa: E731
+    serial, forked = matrix.evaluate(0, select=picked), matrix.evaluate(0, select=picked, jobs=2)
+    assert [r.label for r in forked.rows] == [r.label for r in serial.rows]
+    assert from_json(forked.to_json()) == from_json(serial.to_json())
+    assert forked.summary() == serial.summary()
+
+
 def test_gpu_table_without_a_gpu_says_so_and_exits_0():
     import torch
 

@@ -165,19 +165,51 @@ class Matrix:
 
 
 def evaluate(seed=0, repeat=1, select=None, device="cpu", dtype="float64", progress=None,
-             depth="quick"):
-    """Run every detector and baseline on every row; ``select`` filters rows by label."""
-    battery = Battery(seed, repeat, depth)
+             depth="quick", jobs=1):
+    """Run every detector and baseline on every row; ``select`` filters rows by label.
+
+    ``jobs`` > 1 spreads the rows over that many forked processes. Every cell is already
+    independent of the others (a fresh instance per cell, the battery drawn from the seed), so
+    the matrix is the serial one cell for cell; only the order in which rows finish changes.
+    """
     dets, bases = all_detectors(), baseline_suites()
     chosen = [r for r in rows(depth) if select is None or select(r)]
     matrix = Matrix(seed, [d.NAME for d in dets], [b.NAME for b in bases], chosen)
+    plan = (seed, repeat, device, dtype, depth)
+    _BATTERY.clear()  # what a fork inherits must be this call's
+    if jobs > 1 and len(chosen) > 1:
+        import concurrent.futures
+        import multiprocessing
+
+        pool = concurrent.futures.ProcessPoolExecutor(
+            min(jobs, len(chosen)), mp_context=multiprocessing.get_context("fork"))
+        with pool:
+            futures = {pool.submit(_row, row, plan): row for row in chosen}
+            for done in concurrent.futures.as_completed(futures):
+                matrix.findings.update(done.result())
+                if progress:
+                    progress(futures[done])
+        return matrix
+    battery = Battery(seed, repeat, depth)
     for row in chosen:
-        for detector in dets + bases:
-            subject = subject_for(row, device, dtype)
-            matrix.findings[(row.label, detector.NAME)] = run(detector, subject, battery)
+        matrix.findings.update(_row(row, plan, battery))
         if progress:
             progress(row)
     return matrix
+
+
+_BATTERY = {}  # in a forked process: the battery of its evaluate call, drawn once
+
+
+def _row(row, plan, battery=None):
+    """(row label, detector) -> Finding for every detector and baseline on one row."""
+    seed, repeat, device, dtype, depth = plan
+    if battery is None:
+        if plan not in _BATTERY:
+            _BATTERY[plan] = Battery(seed, repeat, depth)
+        battery = _BATTERY[plan]
+    return {(row.label, detector.NAME): run(detector, subject_for(row, device, dtype), battery)
+            for detector in all_detectors() + baseline_suites()}
 
 
 def from_json(data):
