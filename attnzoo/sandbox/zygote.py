@@ -16,6 +16,7 @@ status; :class:`Forked` is the parent's handle on a worker (``pid``/``poll``/``w
 ``sys.modules``; the target's own module is imported by the worker, fresh, every time.
 """
 
+import atexit
 import json
 import os
 import select
@@ -119,6 +120,25 @@ def spawn(wire_fd, out_fd, env):
             if pid is not None:
                 return Forked(pid, _server)
         raise OSError("the worker server did not start")
+
+
+def stop():
+    """Close the server (it exits on end of file) and reap it, so nothing of it outlives
+    attnzoo and its time is counted as attnzoo's; registered at exit."""
+    global _server
+    with _lock:
+        if _server is None:
+            return
+        server, _server = _server, None
+    server.sock.close()
+    try:
+        server.proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        server.proc.kill()
+        server.proc.wait()
+
+
+atexit.register(stop)
 
 
 def server_pid():
