@@ -45,7 +45,8 @@ class Server:
             pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
         theirs.close()
-        self.sock, self.codes, self.alive = ours, {}, True
+        self.sock, self.codes, self.forked = ours, {}, []
+        self.alive, self.mutex = True, threading.Lock()
 
     def fork(self, wire_fd, out_fd, env, cwd):
         """A new worker's pid, or None when the server is gone."""
@@ -55,10 +56,12 @@ class Server:
         except OSError:
             self.alive = False
             return None
-        while self.alive:
-            message = self._read(None)
-            if message is not None and "pid" in message:
-                return message["pid"]
+        while self.alive:  # forks are one at a time (the module's lock): one pid is due
+            with self.mutex:
+                if not self.forked:
+                    self._read(0.05)
+                if self.forked:
+                    return self.forked.pop()
         return None
 
     def status(self, pid, timeout):
@@ -66,9 +69,10 @@ class Server:
         ``timeout`` seconds (None: until it ends). A server gone reports its workers gone."""
         until = None if timeout is None else time.monotonic() + timeout
         while pid not in self.codes and self.alive:
-            left = None if until is None else max(0.0, until - time.monotonic())
-            if self._read(left) is None and left == 0:
-                break
+            left = 0.05 if until is None else min(0.05, max(0.0, until - time.monotonic()))
+            with self.mutex:  # threads may watch workers at once: one reads at a time
+                if pid not in self.codes and self._read(left) is None and left == 0:
+                    break
         if pid in self.codes:
             return self.codes[pid]
         return -signal.SIGKILL if not self.alive else None  # its SIGKILL came with the server's
@@ -87,6 +91,8 @@ class Server:
         message = json.loads(data)
         if "exit" in message:
             self.codes[message["exit"]] = message["code"]
+        if "pid" in message:
+            self.forked.append(message["pid"])
         return message
 
 
