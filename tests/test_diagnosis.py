@@ -245,3 +245,13 @@ def test_a_case_a_detector_names_at_the_runs_own_dtype_keeps_its_features():
     assert group["feature"] == "no_allowed_key", group["sentence"]
     assert "low_precision_agreement" in group["detectors"]
     assert not any(c.endswith(" at float32") for c in group["cases"])
+
+
+def test_a_crash_found_on_a_rerun_keeps_its_call(checked):
+    """Every failing case a rerun finds names its call, crashes included, so a group whose
+    smallest case crashed still shows the call that does it."""
+    sections, _, _, _ = checked(f"{ROOT}:gqa_crashes")
+    crashed = [r for f in sections[0]["findings"] for r in (f.cases or {}).get("failed", {})
+               .values() if r["verdict"] == "crashed"]
+    assert len(crashed) > 1
+    assert all(r["call"].startswith("f(query") for r in crashed), crashed

@@ -58,7 +58,7 @@ def follow(detector, subject, battery, finding, first=None):
         except ImplementationFailure as failure:
             key = failed_key(subject)
             failed[key] = _failure(failure.verdict, envelope(detector.NAME, f"expected an answer"
-                                   f", got {failure.what}", failure.call), None)
+                                   f", got {failure.what}", failure.call), _last(subject))
             if failure.verdict == HUNG:
                 stopped = "a hang"
         except DeadlineReached:
@@ -98,12 +98,16 @@ def _failure(verdict, message, evidence):
             "snippet": evidence.snippet if evidence is not None else ""}
 
 
+def _last(subject, index=None):
+    """Evidence of the last call sent: its description and a reproduction."""
+    from attnzoo.runner import _Sent
+
+    return subject.evidence([_Sent(subject.last)] if subject.last else [], index=index)
+
+
 def _from_flag(detector, subject, flag):
     if isinstance(flag, Mismatch):  # raised outside subject.case: the last call is the case
-        from attnzoo.runner import _Sent
-
-        flag = Flag(flag, subject.evidence([_Sent(subject.last)] if subject.last else [],
-                                           index=flag.index))
+        flag = Flag(flag, _last(subject, flag.index))
     return _failure(flag.verdict, envelope(detector.NAME, flag.text, flag.evidence.call),
                     flag.evidence)
 
