@@ -194,7 +194,11 @@ def flex_eager():
     if decl.version() is None:
         pytest.skip(f"{decl.name}: {decl.distribution} is not installed ({decl.install})")
     executor = Isolated(call_seconds=decl.call_seconds, load_seconds=120)
-    executor.use(Target(decl.name, adapters.locator("hf_flex_eager"), "sdpa", "torch"))
+    try:
+        executor.use(Target(decl.name, adapters.locator("hf_flex_eager"), "sdpa", "torch"))
+    except BadTarget as e:
+        executor.close()
+        pytest.skip(f"{decl.name}: {decl.distribution} is installed but cannot load here: {e}")
     yield decl, executor
     executor.close()
 
