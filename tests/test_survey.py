@@ -28,9 +28,10 @@ DECLARED = adapters.declarations()
 TOLERANCE = 1e-4
 # the library's own failures on these calls, reproduced without the adapter: not adapter bugs
 LIBRARY_FAILURES = {
-    ("hf-flex", "bool_mask"): "flex_attention on CPU corrupts the heap (SIGABRT or garbage) when "
-    "transformers' score_mod reads a captured attention_mask",
-    ("hf-flex", "float_mask"): "the same heap corruption, with a float attention_mask",
+    ("hf-flex", "bool_mask"): "torch's compiled CPU flex kernel traces score_mod with (q, 1) and "
+    "(1, kv) index tensors, so transformers' chained score_mask[b][0][q][kv] writes outside "
+    "its buffer (SIGABRT or garbage)",
+    ("hf-flex", "float_mask"): "the same out-of-bounds kernel, with a float attention_mask",
 }
 
 
@@ -185,3 +186,51 @@ def test_cases_refused_at_run_time_are_marked_refused():
            "causal_alignment": "top-left", "runs": [one]}
     md = write.markdown({"seed": 0, "python": "3", "platform": "x", "implementations": [row]})
     assert "Refused at run time: gqa." in md and "A *refused* case is one the library" in md
+
+
+@pytest.fixture(scope="module")
+def flex_eager():
+    decl = dict(DECLARED)["hf_flex_eager"]
+    if decl.version() is None:
+        pytest.skip(f"{decl.name}: {decl.distribution} is not installed ({decl.install})")
+    executor = Isolated(call_seconds=decl.call_seconds, load_seconds=120)
+    try:
+        executor.use(Target(decl.name, adapters.locator("hf_flex_eager"), "sdpa", "torch"))
+    except BadTarget as e:
+        executor.close()
+        pytest.skip(f"{decl.name}: {decl.distribution} is installed but cannot load here: {e}")
+    yield decl, executor
+    executor.close()
+
+
+@pytest.mark.parametrize("shape", [(4, 6), (1, 6), (3, 1, 1, 6), (1, 1, 4, 6), (3, 1, 4, 6)])
+def test_flex_takes_every_mask_sdpa_broadcasts(flex_eager, shape):
+    """transformers indexes score_mask[b][0][q][kv]: the adapter expands a broadcast mask."""
+    decl, executor = flex_eager
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal(s) for s in ((3, 2, 4, 5), (3, 2, 6, 5), (3, 2, 6, 7)))
+    keep = rng.random(shape) < 0.6
+    keep[..., 0] = True
+    out = call(decl, executor, q, k, v, "float32", attn_mask=keep)
+    assert np.allclose(out, expected(q, k, v, attn_mask=keep), atol=TOLERANCE), shape
+
+
+def test_flex_per_head_mask_answer_is_the_library_s_own(flex_eager):
+    """The adapter's answer on a per-head float mask is transformers' own, called directly: a
+    divergence there is the library's, not the adapter's."""
+    import torch
+    from transformers.integrations.flex_attention import flex_attention_forward
+
+    decl, executor = flex_eager
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((2, 4, 3, 5)) for _ in range(3))  # (N, H, L, E)
+    bias = rng.standard_normal((2, 4, 3, 3))  # (N, H, L, S): differs between heads
+    out = call(decl, executor, q, k, v, "float32", attn_mask=bias)
+    module = torch.nn.Module().eval()
+    module.num_key_value_groups = 1
+    t = [torch.tensor(a, dtype=torch.float32) for a in (q, k, v, bias)]
+    with torch.compiler.set_stance("force_eager"):
+        direct, _ = flex_attention_forward(module, *t)  # (N, L, H, Ev)
+    assert np.allclose(out, direct.transpose(1, 2).numpy(), atol=1e-6)
+    # and the mask reaches it: head 0 is SDPA's answer with head 0's mask
+    assert np.allclose(out[:, 0], expected(q, k, v, attn_mask=bias)[:, 0], atol=TOLERANCE)

@@ -18,6 +18,7 @@ NAMES = (
     "hf_sdpa",
     "hf_eager",
     "hf_flex",
+    "hf_flex_eager",
     "timm_attention",
     "xt_attend",
     "xt_attend_flash",

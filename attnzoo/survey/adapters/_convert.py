@@ -31,6 +31,16 @@ def rank4(mask):
     return mask.reshape((1,) * (4 - mask.ndim) + tuple(mask.shape)) if mask.ndim < 4 else mask
 
 
+def full_mask(mask, query, key):
+    """A mask broadcastable to (N, H, L, S) as the 4-D (N, H_m, L, S) mask transformers' mask
+    builders hand their attention functions (masking_utils expands its own to (batch, 1, q, kv)):
+    size-1 batch, query and key axes broadcast (a view), the head axis kept as given."""
+    if mask is None:
+        return None
+    m = rank4(mask)  # (…, H_m, L|1, S|1)
+    return m.expand(query.shape[0], m.shape[1], query.shape[-2], key.shape[-2])  # (N, H_m, L, S)
+
+
 def bool_as_additive(mask, dtype, fill):
     """A keep-convention bool mask as the additive float mask a library takes: 0 or ``fill``."""
     if mask is None or mask.dtype != torch.bool:

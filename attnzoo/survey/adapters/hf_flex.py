@@ -1,10 +1,12 @@
 """transformers.integrations.flex_attention.flex_attention_forward (torch flex_attention, compiled).
 
-Converts: a bool mask to an additive score mask, 0 where allowed and -inf where not (flex's
-``score_mask`` path; transformers builds a BlockMask only inside its models); ``scale`` to
-``scaling``; the answer from (N, L, H, Ev) back to (N, H, L, Ev), a transpose. Group sharing
+Converts: the mask to the 4-D (N, H_m, L, S) form transformers' mask builders give (the
+function indexes ``score_mask[b][0][q][kv]``, so a mask broadcast over batch, queries or keys
+is expanded, a view); a bool mask to an additive score mask, 0 where allowed and -inf where not
+(flex's ``score_mask`` path; transformers builds a BlockMask only inside its models); ``scale``
+to ``scaling``; the answer from (N, L, H, Ev) back to (N, H, L, Ev), a transpose. Group sharing
 is the function's own (it passes enable_gqa to flex_attention). The first call of each shape
-compiles, so calls get a long time limit.
+compiles, so calls get a long time limit. ``hf-flex-eager`` is the same function run uncompiled.
 """
 
 from attnzoo.survey.adapters import _lazy
@@ -24,6 +26,11 @@ DECLARATION = Declaration(
 
 def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
          enable_gqa=False):
+    return forward(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def forward(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
+    """The conversions above around one call of transformers' flex_attention_forward."""
     import math
 
     from transformers.integrations.flex_attention import flex_attention_forward
@@ -33,7 +40,8 @@ def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, sca
     if is_causal:
         raise NotImplementedError("flex_attention_forward takes no is_causal (a BlockMask does)")
     module = _hf.Module(query, key, enable_gqa, dropout_p)
-    mask = _convert.bool_as_additive(attn_mask, query.dtype, -math.inf)
+    mask = _convert.full_mask(attn_mask, query, key)  # (N, H_m, L, S)
+    mask = _convert.bool_as_additive(mask, query.dtype, -math.inf)
     out, _ = flex_attention_forward(module, query, key, value, mask, scaling=scale,
                                     dropout=dropout_p)
     return _convert.heads_first(out)  # (N, L, H, Ev) → (N, H, L, Ev)
