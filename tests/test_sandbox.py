@@ -332,7 +332,7 @@ def test_deadline_gives_a_truthful_partial_report():
     assert impl["summary"]["not_run"] == len(impl["not_run"])
     assert doc["summary"]["conformant"] is False
     lines = p.stderr.splitlines()
-    assert len(lines) == 1 and "--deadline of 3 s" in lines[0] and impl["not_run"][0] in lines[0]
+    assert len(lines) == 1 and "--deadline of 8 s" in lines[0] and impl["not_run"][0] in lines[0]
 
 
 def test_deadline_with_flags_is_a_verdict():
