@@ -133,6 +133,25 @@ def test_hangs_exits_and_dead_processes_are_verdicts_on_their_tests():
     assert doc["summary"]["false_alarms"] == 3
 
 
+def test_each_graded_run_is_forked_by_the_server_that_has_no_address(tmp_path, monkeypatch):
+    """A graded run is a child of attnzoo's worker server, in a session of its own: the server
+    speaks only over its socketpair, so a suite has no fork server to ask for an escape."""
+    from attnzoo.sandbox import zygote
+
+    suite = tmp_path / "test_where.py"
+    suite.write_text("import json, os\n\n\ndef test_where(attention):\n"
+                     "    with open(os.environ['ATTNZOO_TEST_OUT'], 'w') as f:\n"
+                     "        json.dump([os.getpid(), os.getppid(), os.getsid(0)], f)\n")
+    monkeypatch.setenv("ATTNZOO_TEST_OUT", str(tmp_path / "where.json"))
+    doc = model.grade(Suite(suite), select=lambda r: r.id == "reference")
+    assert doc["summary"]["false_alarms"] == 0
+    pid, parent, session = json.loads((tmp_path / "where.json").read_text())
+    assert parent == zygote.server_pid() and session == pid
+    from multiprocessing import forkserver
+
+    assert forkserver._forkserver._forkserver_pid is None  # noqa: SLF001 - none was started
+
+
 def test_a_function_the_implementation_lacks_skips_the_test():
     class OnlySoftmax:
         def softmax(self, x):

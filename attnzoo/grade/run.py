@@ -1,7 +1,9 @@
 """Run a user's pytest suite against one implementation, in its own time-limited process.
 
 The suite is untrusted code. Each run is its own ``pytest`` process (forked by
-:mod:`attnzoo.grade.zygote` from a server that has torch imported already) with the grading plugin
+:mod:`attnzoo.sandbox.zygote` from the server that has torch imported already, the one check's
+workers come from: it has no address, so a suite cannot ask it for a process of its own) with
+the grading plugin
 (:mod:`attnzoo.grade.fixtures`), an empty ini file (the user's repository configuration and
 ``PYTEST_ADDOPTS`` stay out) and no plugin autoloading (a grade must not depend on what else is
 installed). The only thing read back is the plugin's record file of JSON lines, each checked
@@ -20,7 +22,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from attnzoo.grade import zygote
+from attnzoo.sandbox import zygote
+
+# what every graded run imports, ready in the server before the first fork
+zygote.preload("pytest", "_pytest.python", "_pytest.assertion.rewrite", "attnzoo.grade.fixtures",
+               "reference", "zoo")
 
 TEST_SECONDS = 10.0  # per test
 START_SECONDS = 60.0  # from the process' start to its first test: imports, torch included
@@ -166,7 +172,7 @@ def _spawn(suite, spec, args, tmp):
     fd, path = tempfile.mkstemp(dir=tmp, suffix=".out")
     os.close(fd)
     command = suite.command(spec, args)
-    proc = zygote.Child(command[3:], suite.root, suite.env(), path)  # after `python -m pytest`
+    proc = zygote.spawn_pytest(command[3:], suite.root, suite.env(), path)  # after `-m pytest`
     return proc, open(path, "rb")
 
 

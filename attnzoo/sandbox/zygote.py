@@ -14,6 +14,11 @@ server dies, which dies with attnzoo. The server reaps its children and reports 
 status; :class:`Forked` is the parent's handle on a worker (``pid``/``poll``/``wait`` as
 ``subprocess.Popen``). The modules the server imported stay imported in the worker, as
 ``sys.modules``; the target's own module is imported by the worker, fresh, every time.
+
+``attnzoo grade`` forks its pytest runs here too (:func:`spawn_pytest`): the child is set up the
+same way, with its output appended to a file, and becomes ``python -m pytest ARGS`` with torch
+on one thread; modules a caller wants ready for its children are named with :func:`preload`
+before the server starts.
 """
 
 import atexit
@@ -27,9 +32,9 @@ import sys
 import threading
 import time
 
-PRELOAD = ("numpy", "torch", "detectors.kit.verdict", "attnzoo.sandbox.decide",
+PRELOAD = ["numpy", "torch", "detectors.kit.verdict", "attnzoo.sandbox.decide",
            "attnzoo.sandbox.offer", "attnzoo.sandbox.probes", "attnzoo.sandbox.target",
-           "attnzoo.sandbox.wire", "attnzoo.sandbox.worker")
+           "attnzoo.sandbox.wire", "attnzoo.sandbox.worker"]
 _lock = threading.Lock()
 _server = None
 
@@ -41,18 +46,17 @@ class Server:
     def __init__(self):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "attnzoo.sandbox.zygote", str(theirs.fileno())],
+            [sys.executable, "-m", "attnzoo.sandbox.zygote", str(theirs.fileno()), *PRELOAD],
             pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
         theirs.close()
         self.sock, self.codes, self.forked = ours, {}, []
         self.alive, self.mutex = True, threading.Lock()
 
-    def fork(self, wire_fd, out_fd, env, cwd):
-        """A new worker's pid, or None when the server is gone."""
+    def fork(self, request, fds):
+        """A new child's pid, or None when the server is gone."""
         try:
-            socket.send_fds(self.sock, [json.dumps({"env": env, "cwd": cwd}).encode()],
-                            [wire_fd, out_fd])
+            socket.send_fds(self.sock, [json.dumps(request).encode()], fds)
         except OSError:
             self.alive = False
             return None
@@ -117,12 +121,31 @@ class Forked:
 
 def spawn(wire_fd, out_fd, env):
     """Fork a worker that speaks on ``wire_fd`` and writes into ``out_fd``; its ``Forked``."""
+    return _fork({"run": "worker", "env": env, "cwd": os.getcwd()}, [wire_fd, out_fd])
+
+
+def spawn_pytest(args, cwd, env, output):
+    """Fork ``python -m pytest ARGS`` in ``cwd``, its output appended to the file ``output``."""
+    out = os.open(output, os.O_WRONLY | os.O_APPEND)
+    try:
+        return _fork({"run": "pytest", "args": list(args), "env": env, "cwd": str(cwd)},
+                     [out, out])
+    finally:
+        os.close(out)
+
+
+def preload(*names):
+    """Modules the server imports for its children, from its next start."""
+    PRELOAD.extend(n for n in names if n not in PRELOAD)
+
+
+def _fork(request, fds):
     global _server
     with _lock:
         for _ in range(2):  # a server the last target killed is started again, once
             if _server is None or not _server.alive:
                 _server = Server()
-            pid = _server.fork(wire_fd, out_fd, env, os.getcwd())
+            pid = _server.fork(request, fds)
             if pid is not None:
                 return Forked(pid, _server)
         raise OSError("the worker server did not start")
@@ -155,12 +178,12 @@ def server_pid():
 # -- the server ----------------------------------------------------------------------------
 
 
-def serve(fd):
+def serve(fd, modules):
     from attnzoo.sandbox import hygiene
 
     hygiene.die_with_parent()
     sock = socket.socket(fileno=fd)
-    for name in PRELOAD:
+    for name in modules:
         __import__(name)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
@@ -195,8 +218,8 @@ def _report_exits(sock):
 
 
 def _become_worker(request, fds, server_fds):
-    """In the child: what ``python -m attnzoo.sandbox.worker FD`` in ``cwd`` would be. Never
-    returns."""
+    """In the child: what ``python -m attnzoo.sandbox.worker FD`` (or ``python -m pytest
+    ARGS``) in ``cwd`` would be. Never returns."""
     import io
 
     code = 1
@@ -223,9 +246,13 @@ def _become_worker(request, fds, server_fds):
         os.environ.clear()
         os.environ.update(request["env"])
         sys.path[0] = request["cwd"]
-        sys.argv = [worker.__file__, str(wire_fd)]
-        worker.main(wire_fd)
-        code = 0
+        if request.get("run") == "pytest":
+            os.close(wire_fd)  # a second copy of the output file: a pytest run has no wire
+            code = _pytest(request["args"], request["env"])
+        else:
+            sys.argv = [worker.__file__, str(wire_fd)]
+            worker.main(wire_fd)
+            code = 0
     except SystemExit as e:  # as the interpreter reads it
         if e.code is None or isinstance(e.code, int):
             code = e.code or 0
@@ -244,5 +271,15 @@ def _become_worker(request, fds, server_fds):
         os._exit(code & 0xFF if isinstance(code, int) else 1)
 
 
+def _pytest(args, env):
+    sys.dont_write_bytecode = env.get("PYTHONDONTWRITEBYTECODE") == "1"
+    sys.argv = ["pytest", *args]
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(1)
+    import pytest
+
+    return int(pytest.main(list(args)))
+
+
 if __name__ == "__main__":
-    serve(int(sys.argv[1]))
+    serve(int(sys.argv[1]), sys.argv[2:])
