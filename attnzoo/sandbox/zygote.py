@@ -35,6 +35,7 @@ import time
 PRELOAD = ["numpy", "torch", "detectors.kit.verdict", "attnzoo.sandbox.decide",
            "attnzoo.sandbox.offer", "attnzoo.sandbox.probes", "attnzoo.sandbox.target",
            "attnzoo.sandbox.wire", "attnzoo.sandbox.worker"]
+START_SECONDS = 120.0  # from a request to its pid, the server's own imports included
 _lock = threading.Lock()
 _server = None
 
@@ -60,12 +61,16 @@ class Server:
         except OSError:
             self.alive = False
             return None
-        while self.alive:  # forks are one at a time (the module's lock): one pid is due
-            with self.mutex:
+        until = time.monotonic() + START_SECONDS
+        while self.alive and time.monotonic() < until:  # forks are one at a time (the
+            with self.mutex:                               # module's lock): one pid is due
                 if not self.forked:
                     self._read(0.05)
                 if self.forked:
                     return self.forked.pop()
+        if self.alive:  # stuck importing: no worker will come from it
+            self.alive = False
+            self.proc.kill()
         return None
 
     def status(self, pid, timeout):
