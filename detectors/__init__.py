@@ -5,8 +5,9 @@ A detector module defines ``PROPERTY`` (one sentence), ``CLAUSES`` (the contract
 target, :mod:`detectors.kit.needs`; without it, a detector applies to every target) and
 ``check(subject, battery)``, which returns when the property holds and raises a mismatch inside
 ``subject.case(…)`` when it does not. A detector whose every failure is, by construction, a
-finding about one feature of its cases declares it as ``CAUSE`` (today only ``"dtype"``: a
-measurement of the inputs' precision); the diagnosis groups its failures by that feature alone.
+finding about one feature of its cases declares it as ``CAUSE`` (today only ``"dtype"``: the
+precision measured at a dtype, or the dtype that comes back); the diagnosis groups its failures
+by that feature alone.
 Modules are discovered from this folder, and from any folder named in the ``ATTNZOO_DETECTORS``
 environment variable (``os.pathsep``-separated) — how you try a detector of your own without
 touching the package. The baselines (``detectors/baselines``) are suites of typical tests kept

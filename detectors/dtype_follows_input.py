@@ -16,6 +16,7 @@ CLAUSES = ("C1", "C6")
 ORACLE = "invariant"
 NEEDS = {"causal_mask": CAUSAL_MASK, "softmax": SOFTMAX, "attention": ATTENTION,
          "self-attention": SELF_ATTENTION}
+CAUSE = "dtype"  # a dtype that does not come back is a finding about that dtype, not a case
 
 
 def dtypes(subject):

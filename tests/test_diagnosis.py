@@ -255,3 +255,16 @@ def test_a_crash_found_on_a_rerun_keeps_its_call(checked):
                .values() if r["verdict"] == "crashed"]
     assert len(crashed) > 1
     assert all(r["call"].startswith("f(query") for r in crashed), crashed
+
+
+def test_a_dtype_that_does_not_come_back_is_one_group_named_for_it():
+    """float64 in, float32 out: dtype_follows_input and the precision measurement both declare
+    their failures a finding about the dtype, so the report has one cause, "float64 inputs"."""
+    sections, _, _, _ = run_check(f"{ROOT}:float64_as_float32", depth="quick",
+                                  only=["dtype_follows_input", "computes_at_input_precision",
+                                        "matches_loop_oracle"])
+    flagged = {f.detector for f in sections[0]["findings"] if f.caught}
+    assert flagged == {"dtype_follows_input", "computes_at_input_precision"}
+    [group] = sections[0]["diagnosis"]
+    assert group["feature"] == "dtype:float64"
+    assert set(group["detectors"]) == flagged

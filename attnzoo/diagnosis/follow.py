@@ -71,9 +71,10 @@ def follow(detector, subject, battery, finding, first=None):
     cause = getattr(detector, "CAUSE", None)
     for k, record in list(failed.items()) + list(passed.items()):
         call, request = sent.get(k, (None, None))
-        if cause == "dtype":  # its property is the inputs' precision: the dtype is the feature
-            record["features"] = [f"dtype:{request.dtype if request else subject.base_dtype}"]
-        else:
+        dtype = request.dtype if request is not None else subject.base_dtype
+        if cause == "dtype" and dtype in DTYPES:  # a property of the inputs' dtype: its feature
+            record["features"] = [f"dtype:{dtype}"]
+        else:  # (the causal mask's bool is not an input dtype: its case is read as any other)
             record["features"] = features.of(call, request, subject.base_dtype, alignment) \
                 if request is not None else []
         record["size"] = features.size(call) if call is not None else None

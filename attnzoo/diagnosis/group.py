@@ -158,9 +158,9 @@ def _describe(feature, group, passes, order, refined=(), declared=frozenset()):
         without = 0
     elif set(dets) <= declared:
         without = sum(not _has(feature, p) for d in dets for p in passes[d])
-        sentence = (f"{where} all use {said}: a measurement of the inputs' precision, so a "
-                    "finding about the dtype itself; every other relation was judged at the "
-                    "precision measured.")
+        sentence = (f"{where} all use {said}: what these detectors check is a property of "
+                    "the inputs' dtype (its precision, or the dtype that comes back), so this "
+                    "is one finding about the dtype itself.")
     else:
         without = sum(not _has(feature, p) for d in dets for p in passes[d])
         sentence = (f"{where} all use {said}; the {without} "

@@ -8,6 +8,8 @@ Each subclasses the reference and gets exactly one step wrong, the way real libr
   from SDPA's top-left when L ≠ S;
 - ``gqa_crashes``: grouped-query calls, which its signature offers, raise;
 - ``two_causes``: both ``finite_fill`` and ``gqa_modulo``;
+- ``float64_as_float32``: float64 inputs answered in float32, as a library whose default
+  float type is float32 does (keras' ``floatx``);
 - ``correct``: the reference itself.
 """
 
@@ -56,4 +58,10 @@ gqa_modulo = GqaModulo()
 causal_ignores_rectangular = CausalBottomRight()
 gqa_crashes = GqaCrashes()
 two_causes = TwoCauses()
+
+
+def float64_as_float32(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                       scale=None, enable_gqa=False):
+    out = correct(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    return out.float() if out.dtype == torch.float64 else out
 correct = ScaledDotProductAttention()
