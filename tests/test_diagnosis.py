@@ -268,3 +268,23 @@ def test_a_dtype_that_does_not_come_back_is_one_group_named_for_it():
     [group] = sections[0]["diagnosis"]
     assert group["feature"] == "dtype:float64"
     assert set(group["detectors"]) == flagged
+
+
+def test_equally_good_candidates_are_chosen_by_specificity_not_by_set_order():
+    # the failing cases are causal decode steps; a tall causal case and a plain decode step
+    # pass, so (is_causal_rectangular, single_query) and (is_causal, single_query) explain
+    # them equally well: the more specific pair is named, whatever a set's order
+    feats = ["is_causal_rectangular", "is_causal", "single_query"]
+    found = diagnose([_finding("d", {"a": feats, "b": feats[::-1]},
+                               {"tall": ["is_causal_rectangular", "is_causal"],
+                                "decode": ["single_query"]})])
+    assert found[0]["features"] == ["is_causal_rectangular", "single_query"]
+
+
+def test_a_crash_in_a_dtype_detector_is_read_by_its_case_not_its_dtype():
+    """keras-numpy's grouped-query call crashes in dtype_follows_input too: that crash belongs
+    with the GQA group, not to "float32 inputs"."""
+    sections, _, _, _ = run_check(f"{ROOT}:gqa_crashes", depth="quick",
+                                  only=["dtype_follows_input", "gqa_head_mapping"])
+    [group] = sections[0]["diagnosis"]
+    assert group["feature"] == "gqa" and "dtype_follows_input" in group["detectors"]

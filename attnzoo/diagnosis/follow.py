@@ -14,7 +14,14 @@ failing is not counted, since a relation may not yet have been checked on it.
 
 from attnzoo.diagnosis import features
 from detectors.kit.expect import Mismatch
-from detectors.kit.verdict import HUNG, Flag, ImplementationFailure, NotApplicable, envelope
+from detectors.kit.verdict import (
+    CRASHED,
+    HUNG,
+    Flag,
+    ImplementationFailure,
+    NotApplicable,
+    envelope,
+)
 
 DTYPES = ("float64", "float32", "float16", "bfloat16")
 MAX_FAILED = 32  # failing cases recorded per detector: at most 33 runs of a flagged one
@@ -72,11 +79,15 @@ def follow(detector, subject, battery, finding, first=None):
     for k, record in list(failed.items()) + list(passed.items()):
         call, request = sent.get(k, (None, None))
         dtype = request.dtype if request is not None else subject.base_dtype
+        spec = features.of(call, request, subject.base_dtype, alignment) \
+            if request is not None else []
+        record["features"] = spec
         if cause == "dtype" and dtype in DTYPES:  # a property of the inputs' dtype: its feature
-            record["features"] = [f"dtype:{dtype}"]
-        else:  # (the causal mask's bool is not an input dtype: its case is read as any other)
-            record["features"] = features.of(call, request, subject.base_dtype, alignment) \
-                if request is not None else []
+            if "verdict" not in record:  # a pass: both, so it counts as evidence either way
+                record["features"] = sorted({*spec, f"dtype:{dtype}"}, key=features.rank)
+            elif record["verdict"] not in (CRASHED, HUNG):  # a crash is no finding about dtypes
+                record["features"] = [f"dtype:{dtype}"]
+        # (the causal mask's bool is not an input dtype: its case is read as any other)
         record["size"] = features.size(call) if call is not None else None
     return {"failed": failed, "passed": passed, "complete": stopped in ("held", "no case left"),
             "stopped": stopped, "cause": cause}

@@ -100,7 +100,10 @@ def _score(f, remaining, passes):
     cover = [u for u in remaining if _has(f, u[2])]
     dets = {u[0] for u in cover}
     with_f = sum(_has(f, p) for d in dets for p in passes[d])
-    return (len(cover) ** 2 / (len(cover) + with_f), tuple(-r for r in _rank(f)))
+    # last, every feature's specificity: two candidates never tie, so the choice never
+    # depends on the order of a set
+    ranks = tuple(sorted(-features.rank(x) for x in f))
+    return (len(cover) ** 2 / (len(cover) + with_f), tuple(-r for r in _rank(f)), ranks)
 
 
 def _merged(found):
