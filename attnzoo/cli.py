@@ -140,7 +140,7 @@ def build_parser():
     p.add_argument("--repeat", type=int, default=1, help="draw the battery N times (cost scales)")
     p.add_argument("--only", action="append", metavar="ID", help="only rows of this entry")
     p.add_argument("--output", metavar="PATH", help="write there instead of stdout")
-    p.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)), metavar="N",
+    p.add_argument("--jobs", type=int, default=processors(), metavar="N",
                    help="rows computed by N processes at once (default: the processors this "
                    "process may use); the cells are the same for any N")
     p.set_defaults(run=cmd_matrix)
@@ -241,6 +241,12 @@ def cmd_show(args):
     text, failing = catalogue.show(entry, args.seed, args.device, args.dtype, depth)
     print(text)
     return 1 if failing else 0
+
+
+def processors():
+    """The processors this process may run on (all of them where the OS cannot say)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity else os.cpu_count() or 1
 
 
 def cmd_matrix(args):
