@@ -156,16 +156,15 @@ def _describe(feature, group, passes, order, refined=(), declared=frozenset()):
         verdicts[u[3].get("verdict", "")] = verdicts.get(u[3].get("verdict", ""), 0) + 1
     how = ", ".join(f"{k} {v}" for v, k in sorted(verdicts.items(), key=lambda x: -x[1]))
     where = f"{n} failing case{'s' if n != 1 else ''} ({how}) in {', '.join(dets)}"
+    without = 0 if feature is None else sum(not _has(feature, p) for d in dets
+                                            for p in passes[d])
     if feature is None:
         sentence = f"No single feature explains these: {where}."
-        without = 0
     elif set(dets) <= declared:
-        without = sum(not _has(feature, p) for d in dets for p in passes[d])
         sentence = (f"{where} all use {said}: what these detectors check is a property of "
                     "the inputs' dtype (its precision, or the dtype that comes back), so this "
                     "is one finding about the dtype itself.")
     else:
-        without = sum(not _has(feature, p) for d in dets for p in passes[d])
         sentence = (f"{where} all use {said}; the {without} "
                     f"case{'s' if without != 1 else ''} of those detectors without it "
                     f"pass{'' if without != 1 else 'es'}")

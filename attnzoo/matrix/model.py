@@ -175,8 +175,7 @@ def evaluate(seed=0, repeat=1, select=None, device="cpu", dtype="float64", progr
     dets, bases = all_detectors(), baseline_suites()
     chosen = [r for r in rows(depth) if select is None or select(r)]
     matrix = Matrix(seed, [d.NAME for d in dets], [b.NAME for b in bases], chosen)
-    plan = (seed, repeat, device, dtype, depth)
-    _BATTERY.clear()  # what a fork inherits must be this call's
+    _RUN[:] = [Battery(seed, repeat, depth), device, dtype]  # forked processes inherit it
     if jobs > 1 and len(chosen) > 1:
         import concurrent.futures
         import multiprocessing
@@ -184,30 +183,25 @@ def evaluate(seed=0, repeat=1, select=None, device="cpu", dtype="float64", progr
         pool = concurrent.futures.ProcessPoolExecutor(
             min(jobs, len(chosen)), mp_context=multiprocessing.get_context("fork"))
         with pool:
-            futures = {pool.submit(_row, row, plan): row for row in chosen}
+            futures = {pool.submit(_row, row): row for row in chosen}
             for done in concurrent.futures.as_completed(futures):
                 matrix.findings.update(done.result())
                 if progress:
                     progress(futures[done])
         return matrix
-    battery = Battery(seed, repeat, depth)
     for row in chosen:
-        matrix.findings.update(_row(row, plan, battery))
+        matrix.findings.update(_row(row))
         if progress:
             progress(row)
     return matrix
 
 
-_BATTERY = {}  # in a forked process: the battery of its evaluate call, drawn once
+_RUN = []  # the battery, device and dtype of the evaluate call running (here or in a fork)
 
 
-def _row(row, plan, battery=None):
+def _row(row):
     """(row label, detector) -> Finding for every detector and baseline on one row."""
-    seed, repeat, device, dtype, depth = plan
-    if battery is None:
-        if plan not in _BATTERY:
-            _BATTERY[plan] = Battery(seed, repeat, depth)
-        battery = _BATTERY[plan]
+    battery, device, dtype = _RUN
     return {(row.label, detector.NAME): run(detector, subject_for(row, device, dtype), battery)
             for detector in all_detectors() + baseline_suites()}
 
