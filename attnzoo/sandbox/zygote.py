@@ -205,7 +205,7 @@ def serve(fd, modules):
                 return  # attnzoo is gone: so are the workers (their parent-death signal)
             pid = os.fork()
             if pid == 0:
-                _become_worker(json.loads(message), fds, (sock.fileno(), wake_r, wake_w))
+                _become_child(json.loads(message), fds, (sock.fileno(), wake_r, wake_w))
             for f in fds:
                 os.close(f)
             sock.send(json.dumps({"pid": pid}).encode())
@@ -222,7 +222,7 @@ def _report_exits(sock):
         sock.send(json.dumps({"exit": pid, "code": os.waitstatus_to_exitcode(status)}).encode())
 
 
-def _become_worker(request, fds, server_fds):
+def _become_child(request, fds, server_fds):
     """In the child: what ``python -m attnzoo.sandbox.worker FD`` (or ``python -m pytest
     ARGS``) in ``cwd`` would be. Never returns."""
     import io
