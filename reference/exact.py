@@ -28,7 +28,7 @@ def softmax(x):
     finite = np.isfinite(x)  # (..., n): only -inf occurs as a non-finite score
     top = np.max(np.where(finite, x, -np.inf), axis=-1, keepdims=True)  # (..., 1)
     top = np.where(np.isneginf(top), 0.0, top)  # an empty row: shift by 0, every exp is 0
-    e = np.where(finite, np.exp(np.where(finite, x, 0.0) - top), 0.0)  # (..., n)
+    e = np.exp(np.where(finite, x - top, -np.inf))  # (..., n): a masked entry weighs exp(-inf) = 0
     total = e.sum(axis=-1, keepdims=True)  # (..., 1)
     return e / np.where(total == 0, 1.0, total)
 
