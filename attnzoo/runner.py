@@ -147,7 +147,7 @@ def _without(battery, subject):
     """The battery without the cases set aside so far (and those ``subject.left_out``, which
     a flagged detector already failed), each list marking the case being iterated on the
     subject (a refusal of a call derived from it sets that case aside)."""
-    from detectors.kit.subject import Cases
+    from detectors.kit.cases import Cases
 
     left_out = set(subject.set_aside) | set(getattr(subject, "left_out", ()))
     if not left_out:

@@ -17,7 +17,8 @@ import copy
 from dataclasses import replace
 
 from attnzoo.sandbox.executor import DeadlineReached
-from detectors.kit.battery import LEFT_PADS, materialise
+from detectors.kit.battery import materialise
+from detectors.kit.draw import LEFT_PADS
 from detectors.kit.expect import Mismatch
 from detectors.kit.verdict import CRASHED, KILLED, NAN, Flag, ImplementationFailure
 

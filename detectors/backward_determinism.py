@@ -11,7 +11,7 @@ longer be reproduced.
 import numpy as np
 
 from detectors.kit import expect
-from detectors.kit.battery import grid
+from detectors.kit.draw import grid
 from detectors.kit.needs import ATTENTION, SELF_ATTENTION
 
 PROPERTY = "Two backward calls with identical inputs and upstream gradient return bit-identical gradients."

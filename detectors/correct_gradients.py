@@ -11,7 +11,7 @@ import numpy as np
 
 from detectors.kit import expect
 from detectors.kit.allowed import explicit
-from detectors.kit.battery import grid
+from detectors.kit.draw import grid
 from detectors.kit.needs import ATTENTION, SELF_ATTENTION
 from detectors.kit.precision import effective
 from detectors.kit.tolerance import gradient_allowance, reference_subject

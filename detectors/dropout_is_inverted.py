@@ -12,7 +12,8 @@ import math
 import numpy as np
 
 from detectors.kit import expect
-from detectors.kit.battery import Call, Spec, grid
+from detectors.kit.battery import Call, Spec
+from detectors.kit.draw import grid
 from detectors.kit.needs import ATTENTION
 from detectors.kit.tolerance import allowance
 

@@ -23,9 +23,9 @@ import numpy as np
 
 from detectors.kit import expect
 from detectors.kit.allowed import explicit
-from detectors.kit.battery import grid
+from detectors.kit.cases import Cases
+from detectors.kit.draw import grid
 from detectors.kit.needs import ATTENTION
-from detectors.kit.subject import Cases
 from detectors.kit.tolerance import EPS, reference_subject, scale
 from detectors.kit.verdict import NotApplicable
 from reference.exact import softmax as exact_softmax

@@ -11,15 +11,21 @@ a reproduction, and still irregular enough that no two rows agree by accident.
 """
 
 import functools
-import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from detectors.kit.reproduce import grid_draw, remember, trace
+from detectors.kit.draw import (
+    bias_draw,
+    draw_bias,
+    draw_mask,
+    mask_draw,
+    softmax_draw,
+    softmax_input,
+    untraced_grid,
+)
+from detectors.kit.reproduce import grid_draw, remember
 from reference import exact, loop_oracle
-
-GRID = 8  # inputs are multiples of 1/GRID
 
 
 @dataclass(frozen=True)
@@ -144,7 +150,6 @@ DEPTHS = ("quick", "standard", "deep")  # each tier is the one before it plus it
 # Call.expected: the plain-loop oracle up to this many multiply-adds (every quick case), the
 # vectorised exact oracle beyond, which the loop oracle judges on every small case
 LOOP_ORACLE_WORK = 50_000
-LEFT_PADS = (130, 64, 0, 200, 128)  # masked prefixes of "left-padding" masks, item by item
 
 
 @dataclass(eq=False)
@@ -242,19 +247,6 @@ def _oracle(call, alignment):
     )
 
 
-def grid(rng, shape, scale=1.0):
-    """Normal draws rounded to the 1/8 grid (times a power-of-two scale); traced, so that a
-    reproduction can redraw them from the generator's seed."""
-    out = _grid(rng, shape, scale)
-    trace(rng, out, grid_draw(shape, scale))
-    return out
-
-
-def _grid(rng, shape, scale=1.0):
-    """:func:`grid` untraced, for the battery's own draws (remembered by their stream)."""
-    return np.round(rng.standard_normal(shape) * GRID) / GRID * scale
-
-
 @dataclass
 class Battery:
     """All calls for one seed and depth, smallest first; ``repeat`` draws each spec again."""
@@ -302,18 +294,17 @@ def materialise(spec, stream, rep=0):
     reproduction can redraw them from the stream instead of printing them."""
     drawn = isinstance(stream, np.random.Generator)  # a caller's own generator: not remembered
     rng = stream if drawn else np.random.default_rng(stream)
-    q = _grid(rng, spec.q, spec.logits)
-    k = _grid(rng, spec.k, spec.key_logits)
-    v = _grid(rng, spec.v)
-    mask = _mask(spec.mask, spec.mask_shape, rng, spec.pads) if spec.mask else None
-    bias = _bias(spec.bias, spec.mask_shape, rng) if spec.bias else None
+    q = untraced_grid(rng, spec.q, spec.logits)
+    k = untraced_grid(rng, spec.k, spec.key_logits)
+    v = untraced_grid(rng, spec.v)
+    mask = draw_mask(spec.mask, spec.mask_shape, rng, spec.pads) if spec.mask else None
+    bias = draw_bias(spec.bias, spec.mask_shape, rng) if spec.bias else None
     draws = [(q, grid_draw(spec.q, spec.logits)), (k, grid_draw(spec.k, spec.key_logits)),
              (v, grid_draw(spec.v))]
     if spec.mask:
         draws.append((mask, mask_draw(spec.mask, spec.mask_shape, spec.pads)))
     if spec.bias:
-        draws.append((bias, grid_draw(spec.mask_shape) + (
-            f"{{x}}[{{rng}}.random({tuple(spec.mask_shape)}) < 0.3] = -np.inf",)))
+        draws.append((bias, bias_draw(spec.mask_shape)))
     if not drawn:
         remember(stream, draws)
     name = spec.name if rep == 0 else f"{spec.name}#{rep}"
@@ -325,86 +316,7 @@ def materialise_self(spec, stream, rep=0):
     d_model = spec.x[-1]
     shapes = (spec.x, (d_model, spec.d_k), (d_model, spec.d_k), (d_model, spec.d_v))
     scales = (1.0, spec.logits, 1.0, 1.0)
-    x, w_q, w_k, w_v = (_grid(rng, s, c) for s, c in zip(shapes, scales))
+    x, w_q, w_k, w_v = (untraced_grid(rng, s, c) for s, c in zip(shapes, scales))
     remember(stream, [(a, grid_draw(s, c)) for a, s, c in zip((x, w_q, w_k, w_v), shapes, scales)])
     name = spec.name if rep == 0 else f"{spec.name}#{rep}"
     return SelfCall(spec, x, w_q, w_k, w_v, name)
-
-
-def softmax_input(shape, rng):
-    """Scores with a few -inf entries, never a whole row of them."""
-    x = _grid(rng, shape, 2.0)
-    if len(shape) > 1:
-        holes = rng.random(shape) < 0.25
-        holes[..., 0] = False
-        x[holes] = -math.inf
-    return x
-
-
-def softmax_draw(shape):
-    """The lines of :func:`softmax_input`, for a reproduction."""
-    lines = grid_draw(shape, 2.0)
-    if len(shape) > 1:
-        lines += (f"_holes = {{rng}}.random({tuple(shape)}) < 0.25", "_holes[..., 0] = False",
-                  "{x}[_holes] = -np.inf")
-    return lines
-
-
-def mask_draw(kind, shape, pads=None):
-    """The lines that make :func:`_mask`'s mask, before its per-row fix-ups (a reproduction
-    writes those as edits)."""
-    shape = tuple(shape)
-    L, S = (shape[-2] if len(shape) > 1 else 1), shape[-1]
-    if kind == "causal":
-        return (f"{{x}} = np.tril(np.ones(({L}, {S}), dtype=bool)).reshape({shape})",)
-    if kind in ("key-padding", "left-padding"):
-        ends = _key_lengths(shape) if kind == "key-padding" else _left_pads(shape, pads)
-        op = "<" if kind == "key-padding" else ">="
-        return (f"{{x}} = (np.arange({S}) {op} np.array({ends.tolist()})[:, None])"
-                f".reshape({shape})",)
-    return (f"{{x}} = {{rng}}.random({shape}) < 0.65",)
-
-
-def _key_lengths(shape):
-    return np.linspace(2, shape[-1], num=shape[0]).round().astype(int)  # (B,)
-
-
-def _left_pads(shape, pads=None):
-    return np.minimum(np.resize(pads or LEFT_PADS, shape[0]), shape[-1] - 1)  # (B,), a key kept
-
-
-def _mask(kind, shape, rng, pads=None):
-    """A keep-convention bool mask: True = may attend. A (S,) shape is one row for every query."""
-    L, S = (shape[-2] if len(shape) > 1 else 1), shape[-1]
-    if kind == "causal":
-        return np.tril(np.ones((L, S), dtype=bool)).reshape(shape)
-    if kind == "key-padding":  # each item keeps a different prefix of its keys
-        lengths = _key_lengths(shape)
-        keep = np.arange(S)[None, :] < lengths[:, None]  # (B, S)
-        return keep.reshape(shape[:1] + (1,) * (len(shape) - 2) + (S,))
-    if kind == "left-padding":  # item b masks its first PADS[b] keys: whole tiles of 64, 128
-        pads = _left_pads(shape, pads)
-        keep = np.arange(S)[None, :] >= pads[:, None]  # (B, S)
-        return keep.reshape(shape[:1] + (1,) * (len(shape) - 2) + (S,))
-    keep = rng.random(shape) < 0.65
-    rows = keep.reshape(-1, L, S)
-    for n, i in np.argwhere(~rows.any(axis=-1)):  # every row keeps a key unless asked otherwise
-        rows[n, i, rng.integers(S)] = True
-    if kind == "empty-rows":  # row 1 of the first matrix and one key column see nothing
-        rows[0, 1, :] = False
-        rows[:, :, S - 2] = False
-        for m in rows[1:]:
-            m[0, :] = False
-    return rows.reshape(shape)
-
-
-def _bias(kind, shape, rng):
-    """A float mask: a finite bias with some -inf entries."""
-    bias = _grid(rng, shape)
-    forbid = rng.random(shape) < 0.3
-    bias[forbid] = -math.inf
-    flat = bias.reshape(-1, shape[-2], shape[-1])
-    flat[np.isneginf(flat).all(axis=-1), 0] = 0.0  # keep one finite entry per row
-    if kind == "empty-rows":
-        flat[0, 1, :] = -math.inf
-    return bias

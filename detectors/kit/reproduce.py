@@ -1,7 +1,7 @@
 """Reproductions that stay short at scale: every input is rebuilt the way it was made.
 
 A battery array is redrawn from its seeded stream (``np.random.default_rng([seed, r, i])``, the
-same draws in the same order), as is an array a detector drew with ``battery.grid`` from its
+same draws in the same order), as is an array a detector drew with ``draw.grid`` from its
 own seeded generator; an array derived from another (a copy with a few entries or rows
 changed, a permutation or prefix along one axis, a negation, a float mask from a bool one, a
 shift broadcast along axes, a constant, V = I) is written as that derivation, the shortest
@@ -74,7 +74,7 @@ def trace(rng, a, lines):
 
 
 def grid_draw(shape, scale=1.0):
-    """The lines of ``battery.grid``: normal draws on the 1/8 grid, times a scale."""
+    """The lines of ``draw.grid``: normal draws on the 1/8 grid, times a scale."""
     times = "" if scale == 1.0 else f" * {float(scale)!r}"
     return (f"{{x}} = np.round({{rng}}.standard_normal({tuple(shape)}) * 8) / 8{times}",)
 

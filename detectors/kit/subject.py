@@ -12,11 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from detectors.kit import expect
+from detectors.kit import expect, sdpa_request
 from detectors.kit.calls import Request
 from detectors.kit.capabilities import features, layout, refusal
+from detectors.kit.cases import Cases
 from detectors.kit.expect import Mismatch
-from detectors.kit.layout import bare, cropped, heads_last, pad_last, swapped_back, twin
+from detectors.kit.layout import bare, cropped, swapped_back
 from detectors.kit.reproduce import snippet
 from detectors.kit.verdict import (
     CRASHED,
@@ -109,7 +110,7 @@ class Subject:
         if self.contract not in call.spec.contracts:
             return f"the {self.contract} contract cannot express case {call.name}"
         if self.contract == "sdpa":
-            missing = [k for k in self._keywords(call) if k not in self.manifest.keywords]
+            missing = [k for k in sdpa_request.keywords(call) if k not in self.manifest.keywords]
             if missing:
                 return f"the callable takes no {', '.join(missing)}"
         return None
@@ -135,7 +136,7 @@ class Subject:
     def outside(self, call):
         """Why ``call`` is outside the declared capabilities, or None. A declared e_ne_ev is
         not a reason: such a call is sent as its zero-padded E == Ev twin."""
-        used = features(call) - ({"e_ne_ev"} if self._can_pad(call) else set())
+        used = features(call) - ({"e_ne_ev"} if sdpa_request.can_pad(self, call) else set())
         lacking = sorted(used & self.unsupported)
         return f"declared unsupported: {', '.join(lacking)}" if lacking else None
 
@@ -254,15 +255,15 @@ class Subject:
         if why:
             raise Unsupported(self.current or call.name, why)
         if self.contract == "lesson":
-            args = (call.q, call.k, call.v) + (() if call.mask is None else (self._mask(call),))
+            args = (call.q, call.k, call.v) + (() if call.mask is None else (self.keep_mask(call),))
             request = Request("attention", args, dtype=dtype, device=self.target.device,
                               strided=call.spec.strided, **kw)
         else:
-            request = self._sdpa_request(call, call.v, dtype, **kw)
+            request = sdpa_request.build(self, call, call.v, dtype, **kw)
         self._note(call, request)
         return request
 
-    def _mask(self, call):
+    def keep_mask(self, call):
         """The call's keep-mask in the convention the target declared (drop: True = masked)."""
         return call.mask if self.target.mask_convention == "keep" else ~call.mask
 
@@ -270,69 +271,8 @@ class Subject:
         """Weights of an output-only kernel: with V = I the output row is the weight row."""
         S = call.v.shape[-2]
         eye = np.broadcast_to(np.eye(S), call.v.shape[:-2] + (S, S)).copy()
-        request = self._sdpa_request(call, eye, dtype, **kw)
+        request = sdpa_request.build(self, call, eye, dtype, **kw)
         return self.send(request).values[0], request
-
-    def _can_pad(self, call):
-        """Can an E != Ev call go as an E == Ev twin? Ev < E pads V; Ev > E pads Q and K, and
-        keeps the scores' 1/sqrt(E) (zeros change E, not Q·Kᵀ) by passing the scale, or, for a
-        kernel that takes none, by sending Q multiplied by sqrt(Ev/E)."""
-        return self.pad or "e_ne_ev" in self.unsupported
-
-    def _scale_kept(self):
-        return "scale" in self.manifest.keywords and "scale" not in self.unsupported
-
-    def _sdpa_request(self, call, v, dtype, **kw):
-        q, k, crop, q_factor = call.q, call.k, None, 1.0
-        E, Ev = q.shape[-1], v.shape[-1]
-        if E != Ev and self._can_pad(call):  # the E == Ev twin: same math, cropped answer
-            q, k, v, crop = twin(q, k, v)
-            if "grad" in kw and kw["grad"] is not None:
-                kw["grad"] = pad_last(kw["grad"], max(E, Ev))
-            if Ev > E and call.scale is None and not self._scale_kept():
-                q_factor = np.sqrt(Ev / E)  # (c·q)·k / sqrt(Ev) = q·k / sqrt(E)
-                q = q * q_factor
-        kwargs = {}
-        if call.mask is not None:
-            kwargs["attn_mask"] = self._mask(call)
-        if call.bias is not None:
-            kwargs["attn_mask"] = call.bias
-        if call.causal:
-            kwargs["is_causal"] = True
-        if call.scale is not None:
-            kwargs["scale"] = call.scale
-        elif crop is not None and Ev > E and q_factor == 1.0:
-            kwargs["scale"] = 1 / np.sqrt(E)
-        if call.gqa:
-            kwargs["enable_gqa"] = True
-        kwargs.update(kw.pop("extra", {}))
-        lacking = [f for f, used in (("dropout", kwargs.get("dropout_p", 0)),
-                                     ("autograd", kw.get("grad") is not None
-                                      or kw.get("gradcheck")),
-                                     ("float64", dtype == "float64")) if used]
-        lacking = sorted(set(lacking) & self.unsupported)
-        if lacking:
-            raise Unsupported(self.current or call.name,
-                              f"declared unsupported: {', '.join(lacking)}")
-        swapped = self.layout == "BLHE" and q.ndim >= 3
-        if swapped:  # (..., H, L, E) -> (..., L, H, E), and the upstream gradient alike; the
-            # mask stays (..., H, L, S), as (N, L, H, E) libraries take it (detectors.kit.layout)
-            if kw.get("grad") is not None:  # (..., H, L, Ev), as the answer it multiplies
-                kw["grad"] = heads_last(kw["grad"].reshape(q.shape[:-1] + v.shape[-1:]))
-            q, k, v = (heads_last(a) for a in (q, k, v))
-        request = Request("sdpa", (q, k, v), kwargs, dtype=dtype,
-                          device=self.target.device, strided=call.spec.strided, **kw)
-        request.case, request.crop, request.swapped = call.name, (crop and (E, Ev, q_factor)), swapped
-        return request
-
-    @staticmethod
-    def _keywords(call):
-        names = []
-        if call.mask is not None or call.bias is not None:
-            names.append("attn_mask")
-        names += [n for n, on in (("is_causal", call.causal), ("scale", call.scale is not None),
-                                  ("enable_gqa", call.gqa)) if on]
-        return names
 
     def self_attend(self, call, weights=False, dtype=None, **kw):
         """causal_self_attention(X, W_q, W_k, W_v); for SDPA, the projections with is_causal."""
@@ -345,26 +285,15 @@ class Subject:
             out, w = result.values
             return Answer(out, w if weights else None, result.dtypes[0], (request,),
                           result.mutated, result.grads, result.dtypes[1])
-        as_call = self.projected(call)  # is_causal: request() says so if the callable lacks it
+        as_call = sdpa_request.projected(call)  # is_causal: request() says so if the callable lacks it
         if kw.get("grad") is not None:  # the upstream gradient as the (N, 1, T, d_v) answer
             kw["grad"] = kw["grad"].reshape(as_call.q.shape[:-1] + as_call.v.shape[-1:])
         answer = self.attend(as_call, weights=weights, dtype=dtype, **kw)
         shape = call.x.shape[:-1]  # (..., T): drop the (N, 1) head axis the call added
-        answer.out = _unfold(answer.out, shape)
+        answer.out = sdpa_request.unfold(answer.out, shape)
         if answer.weights is not None:
-            answer.weights = _unfold(answer.weights, shape)
+            answer.weights = sdpa_request.unfold(answer.weights, shape)
         return answer
-
-    @staticmethod
-    def projected(call):
-        """A self-attention call as an SDPA call on (N, 1, T, d) projections with is_causal."""
-        from detectors.kit.battery import Call, Spec
-
-        q, k, v = call.projections()  # (..., T, d_k), (..., T, d_k), (..., T, d_v)
-        lead = (q.shape[0] if q.ndim == 3 else 1, 1)
-        q, k, v = (a.reshape(lead + a.shape[-2:]) for a in (q, k, v))
-        spec = Spec(call.name, q.shape, k.shape, v.shape, causal=True)
-        return Call(spec, q, k, v, name=call.name)
 
     def softmax(self, x, dtype=None, keep=False):
         request = Request("softmax", (x,), dtype=dtype or self.dtype, device=self.target.device,
@@ -414,35 +343,3 @@ class Subject:
         calls = "; ".join(dict.fromkeys(r.describe(self.name) for r in requests[:2]))
         return Evidence(calls, index=index, case=case,
                         snippet=snippet(self.target, requests, relation))
-
-
-class Cases(list):
-    """The cases a detector iterates: iterating marks the current one on the subject, so a
-    refusal of any call derived from it sets that case aside."""
-
-    def __init__(self, subject, items=(), whole=()):
-        super().__init__(items)
-        self.subject, self.whole = subject, whole  # whole: before cases were set aside
-
-    def __iter__(self):
-        progress, n = self.subject.progress, len(self)
-        for i, c in enumerate(super().__iter__()):
-            self.subject.current = c.name
-            if progress is not None:
-                progress.case(i, n, c.name)
-            yield c
-        self.subject.current = None
-        if progress is not None:
-            progress.case(n, n)
-
-    def __getitem__(self, i):
-        if not self and self.whole and not isinstance(i, slice):
-            return self.whole[i]  # indexing a list emptied by refusals meets the refusal
-        got = super().__getitem__(i)
-        return Cases(self.subject, got) if isinstance(i, slice) else got
-
-
-def _unfold(a, shape):
-    """(N, 1, T, d) back to (..., T, d); an answer of any other size is left for the checks."""
-    want = shape + a.shape[-1:]
-    return a.reshape(want) if a.size == int(np.prod(want)) and a.ndim >= 2 else a

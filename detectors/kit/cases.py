@@ -1,0 +1,27 @@
+"""The cases a detector iterates, as the runner hands them out."""
+
+
+class Cases(list):
+    """The cases a detector iterates: iterating marks the current one on the subject, so a
+    refusal of any call derived from it sets that case aside."""
+
+    def __init__(self, subject, items=(), whole=()):
+        super().__init__(items)
+        self.subject, self.whole = subject, whole  # whole: before cases were set aside
+
+    def __iter__(self):
+        progress, n = self.subject.progress, len(self)
+        for i, c in enumerate(super().__iter__()):
+            self.subject.current = c.name
+            if progress is not None:
+                progress.case(i, n, c.name)
+            yield c
+        self.subject.current = None
+        if progress is not None:
+            progress.case(n, n)
+
+    def __getitem__(self, i):
+        if not self and self.whole and not isinstance(i, slice):
+            return self.whole[i]  # indexing a list emptied by refusals meets the refusal
+        got = super().__getitem__(i)
+        return Cases(self.subject, got) if isinstance(i, slice) else got
