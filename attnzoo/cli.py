@@ -10,7 +10,6 @@ import argparse
 import json
 import os
 import sys
-import time
 
 from attnzoo.check import BadInput
 from attnzoo.sandbox import options as sandbox_options
@@ -250,58 +249,9 @@ def processors():
 
 
 def cmd_matrix(args):
-    from attnzoo import catalogue
-    from attnzoo.check import check_device, check_seed
-    from attnzoo.matrix import model, render
+    from attnzoo.matrix.command import main as matrix
 
-    if args.repeat < 1:
-        raise UsageError("--repeat must be at least 1")
-    if args.jobs < 1:
-        raise UsageError(f"--jobs must be at least 1, not {args.jobs}")
-    if args.jobs > 1 and args.device != "cpu":
-        args.jobs = 1  # one CUDA context per forked process is what fork cannot give
-    check_seed(args.seed)
-    if args.output and not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
-        raise UsageError(f"cannot write {args.output}: its folder does not exist")
-    only = set(args.only or ())
-    missing = only - catalogue.known_ids()
-    if missing:
-        raise UsageError(f"no zoo entry {sorted(missing)[0]!r}: see 'attnzoo list'")
-    select = (lambda r: r.id in only) if only else None
-    check_device(args.device)
-    if args.seeds is not None:
-        return seed_sweep(args, select)
-    m = model.evaluate(args.seed, args.repeat, select=select, device=args.device,
-                       dtype=args.dtype, depth=args.depth, jobs=args.jobs)
-    out = model.dumps(m) if args.format == "json" else render.FORMATS[args.format](m)
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(out + "\n")
-    else:
-        print(out)
-    return 1 if m.failures() else 0
-
-
-def seed_sweep(args, select):
-    """Verdicts must not depend on the seed: list the cells that do."""
-    from attnzoo.matrix import model
-
-    if args.seeds < 2:
-        raise UsageError("--seeds needs at least 2 seeds")
-    runs = []
-    for seed in range(args.seeds):
-        start = time.perf_counter()
-        m = model.evaluate(seed, args.repeat, select=select, device=args.device,
-                           dtype=args.dtype, depth=args.depth, jobs=args.jobs)
-        runs.append(model.kinds(m))
-        print(f"seed {seed}: {len(m.failures())} failing cells, "
-              f"{time.perf_counter() - start:.1f} s", flush=True)
-    flaky = model.seed_dependent(runs)
-    for label, detector in flaky:
-        kinds = [r[(label, detector)] for r in runs]
-        print(f"flaky: {label} × {detector}: {' '.join(kinds)}")
-    print(f"{len(runs[0])} cells × {args.seeds} seeds: {len(flaky)} depend on the seed")
-    return 1 if flaky else 0
+    return matrix(args)
 
 
 def cmd_detectors(args):

@@ -669,6 +669,27 @@ def test_matrix_json_only_one_entry():
     assert m["summary"]["failures"] == 0 and m["summary"]["bug_rows"] == 2
 
 
+def test_matrix_seed_sweep_writes_its_result_and_says_each_seed(tmp_path):
+    out = tmp_path / "seeds.json"
+    p = attnzoo("matrix", "--seeds", "2", "--only", "mask-fill-zero", "--jobs", "1",
+                "--format", "json", "--output", str(out))
+    assert p.returncode == 0 and p.stdout == "", p.stderr
+    assert [line.split(":")[0] for line in p.stderr.splitlines()] == ["seed 0", "seed 1"]
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert (doc["seeds"], doc["depth"], doc["seed_dependent"]) == (2, "quick", [])
+    assert doc["cells"] == 2 * 32 and [s["seed"] for s in doc["per_seed"]] == [0, 1]
+    assert all(s["failing_cells"] == 0 for s in doc["per_seed"])
+
+
+def test_a_cell_whose_kind_changes_with_the_seed_is_listed():
+    from attnzoo.matrix.model import seed_dependent
+
+    runs = [{("a-numpy", "causality"): "hit", ("a-numpy", "determinism"): "pass"},
+            {("a-numpy", "causality"): "miss", ("a-numpy", "determinism"): "pass"}]
+    assert seed_dependent(runs) == [("a-numpy", "causality")]
+    assert one_error_line(attnzoo("matrix", "--seeds", "1"))
+
+
 def test_matrix_markdown():
     p = attnzoo("matrix", "--format", "markdown", "--only", "no-scaling")
     assert p.returncode == 0

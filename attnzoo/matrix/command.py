@@ -1,0 +1,71 @@
+"""``attnzoo matrix``: every zoo row against every detector, without pytest."""
+
+import json
+import os
+import sys
+import time
+
+from attnzoo import catalogue
+from attnzoo.check import BadInput, check_device, check_seed
+from attnzoo.matrix import model, render
+
+
+def main(args):
+    """The matrix (exit 1 when a cell fails), or with ``--seeds`` the seed-dependent cells."""
+    if args.repeat < 1:
+        raise BadInput("--repeat must be at least 1")
+    if args.jobs < 1:
+        raise BadInput(f"--jobs must be at least 1, not {args.jobs}")
+    if args.jobs > 1 and args.device != "cpu":
+        args.jobs = 1  # one CUDA context per forked process is what fork cannot give
+    check_seed(args.seed)
+    if args.output and not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
+        raise BadInput(f"cannot write {args.output}: its folder does not exist")
+    only = set(args.only or ())
+    missing = only - catalogue.known_ids()
+    if missing:
+        raise BadInput(f"no zoo entry {sorted(missing)[0]!r}: see 'attnzoo list'")
+    select = (lambda r: r.id in only) if only else None
+    check_device(args.device)
+    if args.seeds is not None:
+        return seed_sweep(args, select)
+    m = model.evaluate(args.seed, args.repeat, select=select, device=args.device,
+                       dtype=args.dtype, depth=args.depth, jobs=args.jobs)
+    _write(args, model.dumps(m) if args.format == "json" else render.FORMATS[args.format](m))
+    return 1 if m.failures() else 0
+
+
+def _write(args, out):
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(out + "\n")
+    else:
+        print(out)
+
+
+def seed_sweep(args, select):
+    """Verdicts must not depend on the seed: list the cells that do. A line per seed goes to
+    stderr as it finishes; the result, as text or JSON, to stdout or ``--output``."""
+    if args.seeds < 2:
+        raise BadInput("--seeds needs at least 2 seeds")
+    runs, per_seed = [], []
+    for seed in range(args.seeds):
+        start = time.perf_counter()
+        m = model.evaluate(seed, args.repeat, select=select, device=args.device,
+                           dtype=args.dtype, depth=args.depth, jobs=args.jobs)
+        runs.append(model.kinds(m))
+        per_seed.append({"seed": seed, "failing_cells": len(m.failures()),
+                         "seconds": round(time.perf_counter() - start, 1)})
+        print(f"seed {seed}: {len(m.failures())} failing cells, {per_seed[-1]['seconds']} s",
+              file=sys.stderr, flush=True)
+    flaky = [{"row": label, "detector": detector, "kinds": [r[(label, detector)] for r in runs]}
+             for label, detector in model.seed_dependent(runs)]
+    if args.format == "json":
+        _write(args, json.dumps({"seeds": args.seeds, "depth": args.depth, "dtype": args.dtype,
+                                 "cells": len(runs[0]), "per_seed": per_seed,
+                                 "seed_dependent": flaky}, indent=1))
+    else:
+        lines = [f"flaky: {f['row']} × {f['detector']}: {' '.join(f['kinds'])}" for f in flaky]
+        _write(args, "\n".join(lines + [f"{len(runs[0])} cells × {args.seeds} seeds: "
+                                         f"{len(flaky)} depend on the seed"]))
+    return 1 if flaky else 0
