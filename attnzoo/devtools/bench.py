@@ -185,6 +185,8 @@ def run(repeats=3, scales=(1, 2, 4), output="docs/benchmark.json", compare_xdist
         report["matrix"] = matrix
         report["matrix_one_process"], _ = timed(matrix_command(path) + ["--jobs", "1"], repeats)
         os.unlink(path)
+        # what of the test command is pytest's own: the same cells as pytest items alone
+        report["matrix_in_pytest"], _ = timed(test_cmd + ["tests/test_kill_matrix.py"], repeats)
         print(render_ratio(report))
         return 0
     report["check"] = check_costs(max(repeats, 5))
@@ -210,7 +212,9 @@ def render_checks(r):
 def render_ratio(r):
     lines = ["| what | median | min | max | runs |", "|---|---|---|---|---|"]
     for name, key in (("the README's test command", "pytest"), ("`attnzoo matrix`", "matrix"),
-                      ("`attnzoo matrix --jobs 1`", "matrix_one_process")):
+                      ("`attnzoo matrix --jobs 1`", "matrix_one_process"),
+                      ("the test command on tests/test_kill_matrix.py alone",
+                       "matrix_in_pytest")):
         if key not in r:
             continue
         w, c = r[key]["wall"], r[key]["cpu"]
