@@ -30,9 +30,11 @@ def can_pad(subject, call):
     kernel that takes none, by sending Q multiplied by sqrt(Ev/E)."""
     return subject.pad or "e_ne_ev" in subject.unsupported
 
+
 def scale_kept(subject):
     """Does the kernel take the scale, so that a padded twin can keep 1/sqrt(E) by it?"""
     return "scale" in subject.manifest.keywords and "scale" not in subject.unsupported
+
 
 def build(subject, call, v, dtype, **kw):
     """The SDPA request of ``call`` with ``v`` as its value (an identity, to read weights)."""
