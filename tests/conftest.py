@@ -47,10 +47,17 @@ def pytest_report_header(config):
 
 
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` reads the markers
-def pytest_collection_modifyitems(items):
+def pytest_collection_modifyitems(config, items):
+    """Every test outside CLASSROOM is ``app``; a classroom module marks its own tests of the
+    deeper tiers ``app`` too, and the classroom run leaves those out."""
     for item in items:
         if item.path.name not in CLASSROOM:
             item.add_marker("app")
+    if config.option.classroom_only:
+        app = [item for item in items if item.get_closest_marker("app")]
+        if app:
+            items[:] = [item for item in items if not item.get_closest_marker("app")]
+            config.hook.pytest_deselected(items=app)
 
 
 @pytest.fixture(scope="session")

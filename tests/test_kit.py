@@ -172,6 +172,7 @@ def run_snippet(code, target, shape):
     return as_numpy(got).reshape(shape)
 
 
+@pytest.mark.app  # the standard tier: the engineer's half, not the classroom run's
 @pytest.mark.parametrize("row", ["numpy", "sdpa"])
 def test_standard_depth_snippets_redraw_their_inputs_and_reproduce_the_answer(row):
     """Cases of up to 513 keys and head dims of 256: a few lines each, however large."""
@@ -188,6 +189,7 @@ def test_standard_depth_snippets_redraw_their_inputs_and_reproduce_the_answer(ro
         assert np.array_equal(run_snippet(code, target, answer.out.shape), answer.out), call.name
 
 
+@pytest.mark.app  # on a case of the standard tier
 def test_derived_inputs_are_written_as_their_derivation():
     """A perturbed copy, a permutation, V = I and a float mask from a bool one: each is a line
     or two over the battery's arrays, and the calls still reproduce."""

@@ -173,8 +173,7 @@ def run(repeats=3, scales=(1, 2, 4), output="docs/benchmark.json", compare_xdist
         report["check"] = check_costs(max(repeats, 5))
         print(render_checks(report))
         return 0
-    test_cmd = [PY, "-m", "pytest", "-n", "auto", "--dist", "worksteal", "-q", "-p",
-                "no:cacheprovider"]
+    test_cmd = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider"]  # the README's, quiet
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         path = f.name
     report["pytest"], matrix, ratio, _ = side_by_side(test_cmd, matrix_command(path), repeats)
@@ -239,7 +238,7 @@ def render(r):
         lines.append(f"| {name} | {w['median']:.2f} s | {w['min']:.2f} s | {w['max']:.2f} s | "
                      f"{fig['runs']} |")
 
-    row("`pytest -n auto --dist worksteal` (the README's test command), wall", r["pytest"])
+    row("`python -m pytest` (the README's test command), wall", r["pytest"])
     row("kill matrix alone (`attnzoo matrix`, a process per core), wall", r["matrix"])
     ratio = f"{r['test_run_over_matrix']:.2f}×" if "test_run_over_matrix" in r else "?"
     for target, fig in r["check"].items():

@@ -165,8 +165,9 @@ class Matrix:
 
 
 def evaluate(seed=0, repeat=1, select=None, device="cpu", dtype="float64", progress=None,
-             depth="quick", jobs=1):
-    """Run every detector and baseline on every row; ``select`` filters rows by label.
+             depth="quick", jobs=1, only=None):
+    """Run every detector and baseline on every row; ``select`` filters rows by label, and
+    ``only`` (row label -> detector names) the cells of each row.
 
     ``jobs`` > 1 spreads the rows over that many forked processes. Every cell is already
     independent of the others (a fresh instance per cell, the battery drawn from the seed), so
@@ -175,7 +176,7 @@ def evaluate(seed=0, repeat=1, select=None, device="cpu", dtype="float64", progr
     dets, bases = all_detectors(), baseline_suites()
     chosen = [r for r in rows(depth) if select is None or select(r)]
     matrix = Matrix(seed, [d.NAME for d in dets], [b.NAME for b in bases], chosen)
-    _RUN[:] = [Battery(seed, repeat, depth), device, dtype]  # forked processes inherit it
+    _RUN[:] = [Battery(seed, repeat, depth), device, dtype, only]  # forked processes inherit it
     if jobs > 1 and len(chosen) > 1:
         import concurrent.futures
         import multiprocessing
@@ -196,14 +197,15 @@ def evaluate(seed=0, repeat=1, select=None, device="cpu", dtype="float64", progr
     return matrix
 
 
-_RUN = []  # the battery, device and dtype of the evaluate call running (here or in a fork)
+_RUN = []  # the battery, device, dtype and cells of the evaluate call running (here or forked)
 
 
 def _row(row):
     """(row label, detector) -> Finding for every detector and baseline on one row."""
-    battery, device, dtype = _RUN
+    battery, device, dtype, only = _RUN
     return {(row.label, detector.NAME): run(detector, subject_for(row, device, dtype), battery)
-            for detector in all_detectors() + baseline_suites()}
+            for detector in all_detectors() + baseline_suites()
+            if only is None or detector.NAME in only.get(row.label, ())}
 
 
 def from_json(data):
