@@ -35,9 +35,10 @@ def _rows_at(depth):
 
 @pytest.fixture(scope="session")
 def computed(request, battery):
-    """(row label, detector) -> Finding of every cell collected for this process, or {} in a
-    pytest-xdist worker (which learns its cells one at a time)."""
-    if hasattr(request.config, "workerinput"):
+    """(row label, detector) -> Finding of every cell collected for this process; {} in a
+    pytest-xdist worker (which learns its cells one at a time) and under -x or --maxfail (a
+    run that stops at its first failures computes no cell it will not reach)."""
+    if hasattr(request.config, "workerinput") or request.config.option.maxfail:
         return {}
     wanted = {}
     for item in request.session.items:
