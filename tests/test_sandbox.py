@@ -144,6 +144,14 @@ def test_lying_tensor_subclass_is_still_flagged():
 # -- process hygiene ------------------------------------------------------------------------
 
 
+def as_from_a_terminal():
+    """The signals as a shell's foreground job has them, whatever this test process inherited:
+    handled by default and not blocked."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
+
+
 @pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129),
                                        (signal.SIGINT, 130)], ids=["TERM", "HUP", "INT"])
 def test_signal_during_a_hang_leaves_no_process(tmp_path, sig, code):
@@ -151,7 +159,8 @@ def test_signal_during_a_hang_leaves_no_process(tmp_path, sig, code):
     proc = subprocess.Popen(
         [ATTNZOO, "check", f"{TARGETS}/spawns.py", "--timeout", "60", *only("known_answers")],
         cwd=REPO, env=env(ATTNZOO_TEST_PIDS=record, ATTNZOO_TEST_HANG=1),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+        preexec_fn=as_from_a_terminal)
     try:
         assert wait_for(lambda: record.exists() and "hanging" in record.read_text()), \
             "the target never started hanging"

@@ -5,7 +5,8 @@ own process group), with stdin from /dev/null and stdout/stderr into a pipe that
 drains into :class:`Capture` (head and tail kept, the rest counted). :func:`kill` ends the
 worker's group, everything in its session, and (with :func:`install` called, as ``attnzoo
 check`` does) every orphan of it that was re-parented to attnzoo. :func:`install` also makes
-SIGTERM and SIGHUP, and interpreter exit, kill every live worker first.
+SIGTERM, SIGHUP and SIGINT end the run at once (exit 128 + the signal), and they and
+interpreter exit kill every live worker first.
 """
 
 import atexit
@@ -208,8 +209,9 @@ def install():
     except (OSError, AttributeError):
         pass
     atexit.register(kill_all)
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _on_signal)
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):  # ended the same way, at once
+        if signal.getsignal(sig) is not signal.SIG_IGN:  # nohup, a background job: left so
+            signal.signal(sig, _on_signal)
 
 
 def _on_signal(signum, frame):
