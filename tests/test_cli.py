@@ -36,7 +36,7 @@ import pytest
 
 import zoo
 from attnzoo.cli import main
-from detectors import by_name
+from detectors import all_detectors, baseline_suites, by_name
 
 REPO = Path(__file__).resolve().parents[1]
 TARGETS = "tests/targets"
@@ -677,7 +677,8 @@ def test_matrix_seed_sweep_writes_its_result_and_says_each_seed(tmp_path):
     assert [line.split(":")[0] for line in p.stderr.splitlines()] == ["seed 0", "seed 1"]
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert (doc["seeds"], doc["depth"], doc["seed_dependent"]) == (2, "quick", [])
-    assert doc["cells"] == 2 * 32 and [s["seed"] for s in doc["per_seed"]] == [0, 1]
+    columns = len(all_detectors()) + len(baseline_suites())
+    assert doc["cells"] == 2 * columns and [s["seed"] for s in doc["per_seed"]] == [0, 1]
     assert all(s["failing_cells"] == 0 for s in doc["per_seed"])
 
 
