@@ -26,8 +26,9 @@ from detectors.kit.allowed import explicit
 from detectors.kit.cases import Cases
 from detectors.kit.draw import grid
 from detectors.kit.needs import ATTENTION
-from detectors.kit.tolerance import EPS, reference_subject, scale
-from detectors.kit.verdict import NotApplicable
+from detectors.kit.precision import effective
+from detectors.kit.tolerance import EPS, gradient_allowance, reference_subject, scale
+from detectors.kit.verdict import ImplementationFailure, NotApplicable, Unsupported
 from reference.exact import softmax as exact_softmax
 
 PROPERTY = "At float16/bfloat16 each gradient's error against float64 is at most 3× the same-precision reference's own."
@@ -38,6 +39,7 @@ MULTIPLE = 3  # FlashAttention's backward rule: 3× the same-precision reference
 PRECISIONS = ("float16", "bfloat16")
 ULPS = 1  # plus one unit in the last place of the largest gradient, as the forward allows four
 CASES = 12  # at most this many realistic cases, spread from the smallest to the largest
+MAGNITUDES = {"magnitude", "sharpness"}  # tags of cases always judged: precision's own stress
 
 
 def stored(exact, dtype):
@@ -79,11 +81,41 @@ def stored_intermediates(call, upstream, exact, dtype):
 
 
 def realistic(calls, n=CASES):
-    """Cases with keys past one tile of 64 or head dims of 64 and more, spread over sizes."""
+    """Cases with keys past one tile of 64 or head dims of 64 and more: every one whose
+    magnitudes stress precision (``MAGNITUDES``), then others spread over sizes."""
     big = [c for c in calls if c.k.shape[-2] > 64 or c.q.shape[-1] >= 64]
     if len(big) <= n:
         return big
-    return [big[round(i * (len(big) - 1) / (n - 1))] for i in range(n)]
+    first = [c for c in big if MAGNITUDES & set(c.spec.tags)]
+    rest, m = [c for c in big if c not in first], max(n - len(first), 1)
+    spread = [rest[round(i * (len(rest) - 1) / max(m - 1, 1))] for i in range(m)] if rest else []
+    return sorted(first + spread[:m], key=lambda c: big.index(c))
+
+
+def wrong_already(subject, reference, call, same, upstream, exact):
+    """The gradients the subject gets wrong at float64 as well, beyond the precision it was
+    measured to compute float64 at: a wrong answer, correct_gradients' finding, not a loss of
+    precision. Judged here, such an error would be weighed against a rounding-sized bound
+    and land on either side of it as the draw goes."""
+    if subject.out_of_scope("float64"):
+        return set()  # --dtype scopes the run: no float64 call to tell them apart
+    try:
+        grads = subject.attend(call, dtype="float64", grad=upstream).grads or {}
+    except (ImplementationFailure, Unsupported):
+        return set()  # what float64 does is the other detectors' finding
+    precision = effective(subject, "float64")
+    low = None if precision == "float64" else reference.attend(
+        same, dtype=precision, grad=upstream).grads
+    wrong = set()
+    for name, want in exact.items():
+        got = grads.get(name)
+        if got is None or np.shape(got) != np.shape(want):
+            continue
+        atol = gradient_allowance(want, None if low is None else low[name], precision)
+        with np.errstate(invalid="ignore"):
+            if not (np.abs(np.asarray(got, dtype=float) - want) <= atol).all():
+                wrong.add(name)
+    return wrong
 
 
 def units(reference, same, upstream, exact, dtype):
@@ -113,12 +145,13 @@ def check(subject, battery):
         upstream = grid(rng, call.expected(alignment)[0].shape)
         same = explicit(call, alignment)  # the reference is top-left
         exact = reference.attend(same, dtype="float64", grad=upstream).grads
+        wrong = wrong_already(subject, reference, call, same, upstream, exact)
         for dtype in PRECISIONS:
             answer = subject.attend(call, dtype=dtype, grad=upstream)
             for name, unit in units(reference, same, upstream, exact, dtype).items():
                 got = (answer.grads or {}).get(name)
-                if got is None:
-                    continue  # a missing gradient is correct_gradients' finding
+                if got is None or name in wrong:
+                    continue  # a missing or wrong gradient is correct_gradients' finding
                 atol = tolerance(unit, exact[name], dtype)
                 with subject.case(f"{call.name} at {dtype}", answer,
                                   relation=f"gradient of sum(out * G) at {dtype}, within "

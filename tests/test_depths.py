@@ -82,6 +82,15 @@ def test_float16_magnitudes_overflow_raw_but_not_scaled():
         assert (raw * call.scale).max() < 64  # the scaled scores stay moderate
 
 
+def test_a_diffuse_head_sits_far_below_a_sharp_one_in_the_same_call():
+    """What a softmax stabilised once per array, not per row, cannot survive in float16."""
+    for call in [c for c in STANDARD.attention if "sharpness" in c.spec.tags]:
+        scores = call.q @ np.swapaxes(call.k, -1, -2) / np.sqrt(call.q.shape[-1])  # (N, H, L, S)
+        row_max = scores.max(-1)  # (N, H, L)
+        assert scores.max() - row_max[:, 1].max() > 10 and np.abs(scores[:, 1]).max() < 2
+        assert call.spec.contracts == ("lesson", "sdpa")
+
+
 def test_unbatched_calls_reach_the_sdpa_contract():
     ranks = {c.q.ndim for c in _sdpa(STANDARD)}
     assert {2, 3} <= ranks

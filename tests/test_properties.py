@@ -148,3 +148,43 @@ def test_low_precision_gradients_runs_at_standard_and_holds_for_torch():
     subject = reference_sdpa()
     finding = run(by_name()["low_precision_gradients"], subject, STANDARD)
     assert finding.verdict == "survived" and finding.calls >= 12, finding.message
+
+
+def _row(label):
+    return next(r for r in matrix.rows("standard") if r.label == label)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_softmax_shifted_by_the_global_maximum_loses_the_diffuse_head_at_float16(seed):
+    """heads-of-different-sharpness puts a diffuse head ~12 below the call's sharpest score:
+    a softmax that subtracts the array's maximum divides by a subnormal sum there, on every
+    draw, while the reference keeps within its bound (the case alone, so no other case can
+    be what catches it)."""
+    lpg = by_name()["low_precision_gradients"]
+    sharp = Battery(seed, depth="standard")
+    sharp.attention[:] = [c for c in sharp.attention if c.name == "heads-of-different-sharpness"]
+    finding = run(lpg, matrix.subject_for(_row("softmax-global-max-torch")), sharp)
+    assert finding.verdict in ("killed", "nan") and "at float16" in finding.message, \
+        finding.message
+    assert run(lpg, matrix.subject_for(_row("reference-torch")), sharp).verdict == "survived"
+
+
+def test_a_gradient_wrong_at_float64_is_left_to_correct_gradients():
+    """A −1e9 fill spreads an empty row at every precision: its dV is a wrong answer, judged by
+    correct_gradients, not a rounding error to be weighed against a rounding-sized bound."""
+    import detectors.low_precision_gradients as lpg
+    from detectors.kit.allowed import explicit
+    from detectors.kit.draw import grid
+    from detectors.kit.tolerance import reference_subject
+
+    call = next(c for c in STANDARD.attention if c.name == "empty-rows-long")
+    for label, wrong in (("large-negative-fill-torch", {"V"}), ("reference-torch", set())):
+        subject = matrix.subject_for(_row(label))
+        reference = reference_subject(subject, "torch")
+        upstream = grid(np.random.default_rng(0), call.expected()[0].shape)
+        same = explicit(call, "top-left")
+        exact = reference.attend(same, dtype="float64", grad=upstream).grads
+        assert lpg.wrong_already(subject, reference, call, same, upstream, exact) == wrong
+    finding = run(by_name()["correct_gradients"],
+                  matrix.subject_for(_row("large-negative-fill-torch")), STANDARD)
+    assert finding.verdict == "killed", finding.message

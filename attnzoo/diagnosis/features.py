@@ -34,6 +34,8 @@ SPEC = (  # (name, phrase, test(call, alignment)) for attention calls
     ("float_mask", "a float (additive) attn_mask", lambda c, a: c.bias is not None),
     ("half_magnitudes", "raw q·k past float16's range (scaled scores moderate)",
      lambda c, a: "magnitude" in c.spec.tags),
+    ("sharp_heads", "heads of different sharpness (scores in the tens beside a diffuse head)",
+     lambda c, a: bool(c.spec.head_logits)),
     ("zero_scale", "scale=0", lambda c, a: c.spec.scale == 0),
     ("scale", "an explicit scale", lambda c, a: c.spec.scale is not None),
     ("is_causal", "is_causal=True", lambda c, a: c.spec.causal),

@@ -19,7 +19,9 @@ from detectors.kit.draw import (
     bias_draw,
     draw_bias,
     draw_mask,
+    head_draw,
     mask_draw,
+    per_head,
     softmax_draw,
     softmax_input,
     untraced_grid,
@@ -44,6 +46,7 @@ class Spec:
     gqa: bool = False  # SDPA enable_gqa
     logits: float = 1.0  # multiplies Q: large or tiny scores
     key_logits: float = 1.0  # multiplies K: with ``logits``, raw Q·Kᵀ past float16's 65504
+    head_logits: tuple = ()  # multiplies Q per head (axis -3): sharp heads beside flat ones
     strided: bool = False  # arrays arrive as non-contiguous views
     unbatched: bool = False  # SDPA is sent fewer than (N, H, L, E) axes, as torch accepts
     pads: tuple | None = None  # masked prefixes of a "left-padding" mask (LEFT_PADS if None)
@@ -294,12 +297,13 @@ def materialise(spec, stream, rep=0):
     reproduction can redraw them from the stream instead of printing them."""
     drawn = isinstance(stream, np.random.Generator)  # a caller's own generator: not remembered
     rng = stream if drawn else np.random.default_rng(stream)
-    q = untraced_grid(rng, spec.q, spec.logits)
+    q = untraced_grid(rng, spec.q, spec.logits) * per_head(spec.head_logits)
     k = untraced_grid(rng, spec.k, spec.key_logits)
     v = untraced_grid(rng, spec.v)
     mask = draw_mask(spec.mask, spec.mask_shape, rng, spec.pads) if spec.mask else None
     bias = draw_bias(spec.bias, spec.mask_shape, rng) if spec.bias else None
-    draws = [(q, grid_draw(spec.q, spec.logits)), (k, grid_draw(spec.k, spec.key_logits)),
+    draws = [(q, grid_draw(spec.q, spec.logits) + head_draw(spec.head_logits)),
+             (k, grid_draw(spec.k, spec.key_logits)),
              (v, grid_draw(spec.v))]
     if spec.mask:
         draws.append((mask, mask_draw(spec.mask, spec.mask_shape, spec.pads)))

@@ -24,6 +24,16 @@ def untraced_grid(rng, shape, scale=1.0):
     return np.round(rng.standard_normal(shape) * GRID) / GRID * scale
 
 
+def per_head(logits):
+    """The factor that gives each head (axis -3) its own sharpness: 1 when none is asked."""
+    return np.asarray(logits, dtype=float)[:, None, None] if logits else 1.0
+
+
+def head_draw(logits):
+    """The line of :func:`per_head`, after the grid's."""
+    return (f"{{x}} = {{x}} * np.array({tuple(map(float, logits))!r})[:, None, None]",) if logits else ()
+
+
 def softmax_input(shape, rng):
     """Scores with a few -inf entries, never a whole row of them."""
     x = untraced_grid(rng, shape, 2.0)

@@ -4,10 +4,11 @@
 a few realistic cases per feature: a key axis past one and two tiles of 64 and 128, queries
 crossing a chunk boundary, a masked prefix of whole tiles, head dims past 128, groups of 8
 query heads, a (H, L, S) mask under 4-D queries, a 513-key decode cache, unbatched 2-D and 3-D
-calls, and float16 magnitudes (raw |q·k| past 65504, scaled scores moderate). ``deep`` is a
-sampled grid in the spirit of FlashAttention's and PyTorch's own SDPA tests: every value of
-every axis below appears in at least one case, the pairing is drawn from a fixed seed (the
-same cases for every battery seed), and no case exceeds :data:`MAX_SCORES` scores.
+calls, float16 magnitudes (raw |q·k| past 65504, scaled scores moderate), and heads of
+different sharpness in one call. ``deep`` is a sampled grid in the spirit of FlashAttention's
+and PyTorch's own SDPA tests: every value of every axis below appears in at least one case, the
+pairing is drawn from a fixed seed (the same cases for every battery seed), and no case exceeds
+:data:`MAX_SCORES` scores.
 """
 
 import functools
@@ -18,6 +19,12 @@ import numpy as np
 from detectors.kit.battery import SelfSpec, Spec
 
 HALF = 64.0  # q and k entries ~ N(0, 64²): raw q·k past float16's largest finite 65504
+
+
+# Per-head factors on Q: scores of about ±4·3 in the first head, ±0.25·3 in the second, as a
+# sharp head sits beside a diffuse one in trained models; a row of the diffuse head lies ~12
+# below the sharpest score of the call.
+SHARPNESS = (4.0, 0.25, 1.0, 0.5)
 
 
 def _half_scale(E):
@@ -58,6 +65,8 @@ STANDARD = (
          unbatched=True, tags=("unbatched", "causal", "chunks")),
     Spec("half-magnitudes", q=(2, 2, 40, 64), k=(2, 2, 48, 64), v=(2, 2, 48, 64),
          logits=HALF, key_logits=HALF, scale=_half_scale(64), tags=("magnitude",)),
+    Spec("heads-of-different-sharpness", q=(2, 4, 24, 64), k=(2, 4, 80, 64), v=(2, 4, 80, 32),
+         head_logits=SHARPNESS, tags=("sharpness",)),
 )
 STANDARD_SELF = (SelfSpec("self-long", x=(2, 70, 16), d_k=16, d_v=8, tags=("chunks",)),)
 STANDARD_SOFTMAX = ((3, 257),)
