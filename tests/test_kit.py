@@ -211,6 +211,19 @@ def test_derived_inputs_are_written_as_their_derivation():
         assert np.array_equal(run_snippet(code, target, answer.out.shape), answer.out), recipe
 
 
+def test_a_trial_recipe_over_inf_entries_warns_nothing():
+    """Recipes are tried on whatever arrays a call carried: inf · 0 in a trial is no warning
+    on the run's stderr (under an "error" filter, a warning would make the recipe fail)."""
+    import warnings
+
+    from detectors.kit.reproduce import Builder
+
+    base, product = np.array([np.inf, 2.0]), np.array([np.nan, 0.0])  # base · 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert Builder._run(product, "x", ["x = base * 0"], {"np": np, "base": base}, {})
+
+
 def test_an_array_no_recipe_gives_is_printed_as_its_numbers():
     target = SNIPPET_TARGETS["numpy"]
     subject = Subject(target, InProcess(target))

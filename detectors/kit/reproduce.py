@@ -121,17 +121,19 @@ class Builder:
 
     @staticmethod
     def _run(a, var, lines, scope, rngs):
-        """(lines, scope, rngs) when the lines, with a few edits if need be, give ``a``."""
+        """(lines, scope, rngs) when the lines, with a few edits if need be, give ``a``. A trial
+        over NaN or inf entries may warn; it is judged by what it gives, silently."""
         try:
-            for line in lines:
-                exec(line, scope)  # noqa: S102 - lines written here, from numbers and shapes
-            if not same(a, scope.get(var)):
-                more = edits(a, scope.get(var), var)
-                if more is None:
-                    return None
-                for line in more:
-                    exec(line, scope)  # noqa: S102
-                lines = lines + more
+            with np.errstate(all="ignore"):
+                for line in lines:
+                    exec(line, scope)  # noqa: S102 - lines written here, from numbers and shapes
+                if not same(a, scope.get(var)):
+                    more = edits(a, scope.get(var), var)
+                    if more is None:
+                        return None
+                    for line in more:
+                        exec(line, scope)  # noqa: S102
+                    lines = lines + more
         except Exception:  # noqa: BLE001 - a recipe that does not run is simply not used
             return None
         return (lines, scope, rngs) if same(a, scope.get(var)) else None
