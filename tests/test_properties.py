@@ -188,3 +188,16 @@ def test_a_gradient_wrong_at_float64_is_left_to_correct_gradients():
     finding = run(by_name()["correct_gradients"],
                   matrix.subject_for(_row("large-negative-fill-torch")), STANDARD)
     assert finding.verdict == "killed", finding.message
+
+
+@pytest.mark.parametrize("executor", [InProcess, Isolated])
+def test_inputs_are_read_back_only_when_the_request_asks(executor):
+    """input_immutability asks; every other call skips reading its arguments back."""
+    target = Target("zoo", "zoo.query_scaled_in_place:TORCH", "lesson", "torch")
+    run_on = executor(target)
+    try:
+        q = np.random.default_rng(0).standard_normal((2, 3, 4))
+        assert run_on.run(Request("attention", (q, q, q))).mutated is None
+        assert run_on.run(Request("attention", (q, q, q), inputs=True)).mutated == ("Q",)
+    finally:
+        run_on.close()

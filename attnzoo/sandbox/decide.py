@@ -3,7 +3,8 @@
 :func:`encode` casts a detector's float64 request to the target's dtype here, in the parent,
 and keeps those exact bytes; :func:`decide` reads the worker's plain-data reply and makes every
 decision about it: dtypes against the allow-list, conversion to float64, whether an input
-changed (the bytes of every input after the call against the bytes sent), gradients. Both
+changed (when the request asks: the bytes of every input after the call against the bytes
+sent), gradients. Both
 executors use these two functions, so the kill matrix (in-process) and ``attnzoo check`` (a
 worker) cannot disagree about what an answer means.
 """
@@ -44,7 +45,8 @@ def encode(request, target):
                 "shape": list(np.shape(request.grad))}
     header = {"fn": request.fn, "args": args, "kwargs": kwargs, "grad": grad,
               "gradcheck": bool(request.gradcheck), "seed": request.seed,
-              "strided": bool(request.strided), "keep": None, "call": request.describe()}
+              "strided": bool(request.strided), "keep": None, "inputs": bool(request.inputs),
+              "call": request.describe()}
     return header, [bytes(memoryview(b).cast("B")) for b in buffers], sent
 
 
@@ -94,8 +96,8 @@ def _decide(reply, buffers, sent, sent_buffers, request, target):
     arrays = [wire.array(v, buffers) for v in values]
     out = tuple(_as_answer(a, name, target.backend) for a, name in arrays)
     dtypes = tuple(name for _, name in arrays)
-    return Result(out, dtypes, _mutated(reply["inputs"], buffers, sent, sent_buffers), seconds,
-                  _grads(reply.get("grads"), buffers, request))
+    mutated = _mutated(reply["inputs"], buffers, sent, sent_buffers) if request.inputs else None
+    return Result(out, dtypes, mutated, seconds, _grads(reply.get("grads"), buffers, request))
 
 
 def _as_answer(a, name, backend):

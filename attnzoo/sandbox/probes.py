@@ -2,11 +2,12 @@
 
 This side only builds the inputs, makes the call and reads raw bytes back; it decides nothing.
 :func:`execute` takes a decoded request (arrays already in the target's dtype, cast by the
-parent) and returns a reply of plain data: every answer and every input after the call as
-``{"array", "dtype", "shape"}`` plus the bytes, read through the base storage of the array
-(``np.ndarray`` / ``torch.Tensor`` C methods, torch-function and dispatch overrides disabled),
-so a subclass cannot choose what is read. The parent (``attnzoo.sandbox.decide``) turns that
-into a Result. The same code runs in-process (the zoo, under pytest) and in the worker.
+parent) and returns a reply of plain data: every answer, and every input after the call when
+the request asks (``"inputs"``), as ``{"array", "dtype", "shape"}`` plus the bytes, read
+through the base storage of the array (``np.ndarray`` / ``torch.Tensor`` C methods,
+torch-function and dispatch overrides disabled), so a subclass cannot choose what is read.
+The parent (``attnzoo.sandbox.decide``) turns that into a Result. The same code runs
+in-process (the zoo, under pytest) and in the worker.
 """
 
 import contextlib
@@ -55,7 +56,9 @@ def execute(obj, target, manifest, request, kept=None):
         kept[request["keep"]] = items  # the objects themselves, not a copy
         while len(kept) > KEPT:
             kept.pop(next(iter(kept)))
-    arrays = [a for a in list(args) + list(kwargs.values()) if backend.is_array(a)]
+    # the inputs, read back only when the request asks whether the call changed them
+    arrays = [a for a in list(args) + list(kwargs.values())
+              if request.get("inputs") and backend.is_array(a)]
     if request["grad"] is None:  # the answers, then the inputs, in one reading
         read = backend.read_all(list(items) + arrays, buffers, request)
         values, grads, inputs = read[:len(items)], None, read[len(items):]

@@ -33,6 +33,7 @@ class Request:
     # splitting heads with a transpose leaves them (the last two axes for 2-D arrays)
     strided: bool = False
     keep: bool = False  # keep the answer as returned, to be read again after later calls
+    inputs: bool = False  # read every argument back after the call: did the call change it?
 
     def describe(self, target_name=""):
         """``attention(Q (2, 4, 5) float64, K (2, 6, 5), ...)`` for messages."""
@@ -48,7 +49,7 @@ class Request:
 class Result:
     values: tuple  # NumPy arrays: floats as float64, bools as bool
     dtypes: tuple  # the dtypes the implementation returned, as strings
-    mutated: tuple = ()  # names of arguments the call modified
+    mutated: tuple | None = None  # names of arguments the call modified (Request.inputs)
     seconds: float = 0.0  # time inside the implementation
     grads: dict | None = None  # argument name -> gradient (float64) or None
     message: str = ""  # gradcheck's complaint, if any

@@ -35,7 +35,7 @@ class Answer:
     weights: np.ndarray | None
     dtype: str  # dtype of out as the implementation returned it
     requests: tuple  # what was sent, for the evidence
-    mutated: tuple = ()
+    mutated: tuple | None = None  # arguments the call changed, when asked (inputs=True)
     grads: dict | None = None  # argument name -> gradient, when a gradient was asked for
     weights_dtype: str | None = None  # dtype of the weights as returned (lesson functions)
     kept: int | None = None  # the handle under which the returned arrays are kept (keep=True)
@@ -295,9 +295,9 @@ class Subject:
             answer.weights = sdpa_request.unfold(answer.weights, shape)
         return answer
 
-    def softmax(self, x, dtype=None, keep=False):
+    def softmax(self, x, dtype=None, keep=False, inputs=False):
         request = Request("softmax", (x,), dtype=dtype or self.dtype, device=self.target.device,
-                          keep=keep)
+                          keep=keep, inputs=inputs)
         result = self.send(request)
         return Answer(result.values[0], None, result.dtypes[0], (request,), result.mutated,
                       kept=result.kept)
