@@ -81,15 +81,19 @@ def stored_intermediates(call, upstream, exact, dtype):
 
 
 def realistic(calls, n=CASES):
-    """Cases with keys past one tile of 64 or head dims of 64 and more: every one whose
-    magnitudes stress precision (``MAGNITUDES``), then others spread over sizes."""
+    """Cases with keys past one tile of 64 or head dims of 64 and more: those whose magnitudes
+    stress precision (``MAGNITUDES``, up to half of ``n``) and others, each spread over sizes."""
     big = [c for c in calls if c.k.shape[-2] > 64 or c.q.shape[-1] >= 64]
-    if len(big) <= n:
-        return big
-    first = [c for c in big if MAGNITUDES & set(c.spec.tags)]
-    rest, m = [c for c in big if c not in first], max(n - len(first), 1)
-    spread = [rest[round(i * (len(rest) - 1) / max(m - 1, 1))] for i in range(m)] if rest else []
-    return sorted(first + spread[:m], key=lambda c: big.index(c))
+    stress = _spread([c for c in big if MAGNITUDES & set(c.spec.tags)], n // 2)
+    rest = _spread([c for c in big if c not in stress], n - len(stress))
+    return sorted(stress + rest, key=big.index)
+
+
+def _spread(items, k):
+    """``k`` of ``items`` (sorted by size) from the first to the last, or all of them."""
+    if len(items) <= k:
+        return items
+    return [items[round(i * (len(items) - 1) / max(k - 1, 1))] for i in range(k)]
 
 
 def wrong_already(subject, reference, call, same, upstream, exact):
