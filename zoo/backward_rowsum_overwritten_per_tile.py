@@ -27,10 +27,9 @@ BUG = Bug(
 class Sdpa(TiledBackward):
     def rowsum(self, weights, grad_weights):
         total = 0
-        for c in range(0, weights.shape[-1], self.tile):
-            block = weights[..., c:c + self.tile] * grad_weights[..., c:c + self.tile]
-            total = block.sum(dim=-1, keepdim=True)  # BUG: '=' keeps only the last tile
-        return total
+        for c in self.tile_starts(weights.shape[-1]):
+            total = self.share(weights, grad_weights, c)  # BUG: '=' keeps only the last tile
+        return total.to(weights.dtype)
 
 
 SDPA = Sdpa()
