@@ -12,6 +12,7 @@ import os
 import sys
 
 from attnzoo.check import BadInput
+from attnzoo.sandbox import hygiene
 from attnzoo.sandbox import options as sandbox_options
 
 EXIT_USAGE = 2
@@ -37,7 +38,8 @@ def main(argv=None):
         if not getattr(args, "command", None):
             raise UsageError("no command given: try 'attnzoo check path/to/module.py', or "
                              "see 'attnzoo --help'")
-        return args.run(args)
+        with hygiene.handlers_kept():
+            return args.run(args)
     except BadInput as e:
         print(f"attnzoo: error: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -763,3 +763,14 @@ def test_new_rejects_bad_and_existing_ids(zoo_copy, entry_id, words):
     for word in words:
         assert word in line, line
     assert sorted(p.name for p in (tmp / "zoo").iterdir()) == before
+
+
+def test_a_command_run_from_python_leaves_the_callers_signal_handlers():
+    """attnzoo.cli.main ends a run on SIGTERM, SIGHUP or SIGINT; the caller's handlers
+    (pytest's own KeyboardInterrupt, here) are back once it returns."""
+    import signal
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
+    assert attnzoo("check", "reference/lesson_numpy.py", "--depth", "quick",
+                   *only("known_answers")).returncode == 0
+    assert {s: signal.getsignal(s) for s in before} == before

@@ -10,6 +10,7 @@ interpreter exit kill every live worker first.
 """
 
 import atexit
+import contextlib
 import os
 import signal
 import subprocess
@@ -196,9 +197,15 @@ def kill_all():
         kill(proc)
 
 
+ENDING = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)  # each ends a run the same way, at once
+
+
 def install():
     """For a command-line run: orphans come to us, and every exit path kills every worker."""
     global _installed
+    for sig in ENDING:
+        if signal.getsignal(sig) is not signal.SIG_IGN:  # nohup, a background job: left so
+            signal.signal(sig, _on_signal)
     if _installed:
         return
     _installed = True
@@ -209,9 +216,19 @@ def install():
     except (OSError, AttributeError):
         pass
     atexit.register(kill_all)
-    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):  # ended the same way, at once
-        if signal.getsignal(sig) is not signal.SIG_IGN:  # nohup, a background job: left so
-            signal.signal(sig, _on_signal)
+
+
+@contextlib.contextmanager
+def handlers_kept():
+    """The caller's handlers of :data:`ENDING` as they were, once a command run in its process
+    (``attnzoo.cli.main`` called from Python, as tests do) returns."""
+    saved = {sig: signal.getsignal(sig) for sig in ENDING}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            if handler is not None:  # None: set outside Python, nothing to put back
+                signal.signal(sig, handler)
 
 
 def _on_signal(signum, frame):
