@@ -114,16 +114,10 @@ def wrong_already(subject, reference, call, same, upstream, exact):
     precision = effective(subject, "float64")
     low = None if precision == "float64" else reference.attend(
         same, dtype=precision, grad=upstream).grads
-    wrong = set()
-    for name, want in exact.items():
-        got = grads.get(name)
-        if got is None or np.shape(got) != np.shape(want):
-            continue
-        atol = gradient_allowance(want, None if low is None else low[name], precision)
-        with np.errstate(invalid="ignore"):
-            if not (np.abs(np.asarray(got, dtype=float) - want) <= atol).all():
-                wrong.add(name)
-    return wrong
+    return {name for name, want in exact.items()
+            if (got := grads.get(name)) is not None and np.shape(got) == np.shape(want)
+            and not expect.within(got, want, gradient_allowance(
+                want, None if low is None else low[name], precision))}
 
 
 def units(reference, same, upstream, exact, dtype):

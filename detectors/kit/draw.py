@@ -31,7 +31,9 @@ def per_head(logits):
 
 def head_draw(logits):
     """The line of :func:`per_head`, after the grid's."""
-    return (f"{{x}} = {{x}} * np.array({tuple(map(float, logits))!r})[:, None, None]",) if logits else ()
+    if not logits:
+        return ()
+    return (f"{{x}} = {{x}} * np.array({tuple(map(float, logits))!r})[:, None, None]",)
 
 
 def softmax_input(shape, rng):
