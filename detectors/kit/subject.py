@@ -14,10 +14,10 @@ import numpy as np
 
 from detectors.kit import expect, sdpa_request
 from detectors.kit.calls import Request
-from detectors.kit.capabilities import features, layout, refusal
-from detectors.kit.cases import Cases
+from detectors.kit.capabilities import refusal
 from detectors.kit.expect import Mismatch
 from detectors.kit.layout import bare, cropped, swapped_back
+from detectors.kit.offers import Offers
 from detectors.kit.reproduce import snippet
 from detectors.kit.verdict import (
     CRASHED,
@@ -41,7 +41,10 @@ class Answer:
     kept: int | None = None  # the handle under which the returned arrays are kept (keep=True)
 
 
-class Subject:
+class Subject(Offers):
+    """One implementation under test: its calls, answers and evidence (what it can be asked
+    is :class:`Offers`)."""
+
     def __init__(self, target, executor, dtype="float64", scoped=False):
         self.target = target
         self.executor = executor
@@ -80,89 +83,6 @@ class Subject:
             yield self
         finally:
             self.dtype = saved
-
-    # -- what the subject offers ---------------------------------------------------------
-    # Which functions a detector may call is decided once, by the runner, from the detector's
-    # NEEDS (detectors.kit.needs); what is left to decide here is per call: whether this
-    # target's contract and keywords can express one case of the battery.
-
-    parts = ()  # the parts of the running detector's NEEDS that apply (set by the runner)
-    declared = ()  # all the parts its NEEDS names
-
-    def uses(self, part):
-        """Does the part of the running detector named ``part`` apply to this target?"""
-        if part not in self.declared:  # a misspelt part would silently never run
-            raise KeyError(f"part {part!r} is not in the detector's NEEDS {self.declared}")
-        return part in self.parts
-
-    def dtypes(self, wanted):
-        """The dtypes of ``wanted`` the run may call at (all of them, unless scoped)."""
-        return tuple(d for d in wanted if self.scope is None or d == self.scope)
-
-    def out_of_scope(self, dtype):
-        """Why a call at ``dtype`` may not be made in this run, or None."""
-        if self.scope is None or dtype in (None, self.scope):
-            return None
-        return f"needs {dtype} calls, and --dtype {self.scope} scopes every call of the run"
-
-    def cannot(self, call):
-        """Why this target cannot make ``call`` (a contract or a keyword short), or None."""
-        if self.contract not in call.spec.contracts:
-            return f"the {self.contract} contract cannot express case {call.name}"
-        if self.contract == "sdpa":
-            missing = [k for k in sdpa_request.keywords(call) if k not in self.manifest.keywords]
-            if missing:
-                return f"the callable takes no {', '.join(missing)}"
-        return None
-
-    def supports(self, call):
-        return self.cannot(call) is None
-
-    @property
-    def unsupported(self):
-        """The capabilities the target declares it lacks (beside the callable or by option)."""
-        return frozenset(self.target.unsupported) | frozenset(self.manifest.unsupported or ())
-
-    @property
-    def layout(self):
-        """"BHLE" (SDPA's (N, H, L, E)), or "BLHE" when the target declares (N, L, H, E): its
-        calls are then transposed on the way in and their answers on the way out."""
-        return layout(self.unsupported)
-
-    @property
-    def refuses(self):
-        return tuple(self.target.refuses) + tuple(self.manifest.refuses or ())
-
-    def outside(self, call):
-        """Why ``call`` is outside the declared capabilities, or None. A declared e_ne_ev is
-        not a reason: such a call is sent as its zero-padded E == Ev twin."""
-        used = features(call) - ({"e_ne_ev"} if sdpa_request.can_pad(self, call) else set())
-        lacking = sorted(used & self.unsupported)
-        return f"declared unsupported: {', '.join(lacking)}" if lacking else None
-
-    def cases(self, battery, where=lambda spec: True):
-        """The battery's attention calls this target can make, smallest first; cases outside
-        its declared capabilities, or refused earlier, are set aside and recorded."""
-        out = Cases(self)
-        for c in battery.attention:
-            if not (where(c.spec) and self.supports(c)):
-                continue
-            why = self.set_aside.get(c.name) or self.outside(c)
-            if why:
-                self.set_aside[c.name] = why
-            else:
-                out.append(c)
-        return out
-
-    @property
-    def weights_free(self):
-        """Do the weights come with the output (a lesson ``attention``), at no extra call?"""
-        return self.contract == "lesson"
-
-    @property
-    def heads_axis(self):
-        """Does every attention call carry (N, H) in front, as SDPA's does?"""
-        return self.contract == "sdpa"
 
     # -- calls -----------------------------------------------------------------------------
 
