@@ -78,7 +78,7 @@ class Conformance:
 
     def start(self):
         if self.executor is None:
-            from attnzoo.sandbox.executor import Isolated
+            from attnzoo.sandbox.isolated import Isolated
             from detectors.kit.battery import Battery
 
             opt = self.config.getoption

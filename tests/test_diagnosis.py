@@ -83,7 +83,7 @@ def test_reference_and_decoys_get_no_diagnosis(checked, locator):
 
 def test_following_a_flag_keeps_the_verdict_and_records_every_outcome(checked):
     from attnzoo.runner import run
-    from attnzoo.sandbox.executor import Isolated
+    from attnzoo.sandbox.isolated import Isolated
     from attnzoo.sandbox.target import Target
     from detectors import by_name
     from detectors.kit.subject import Subject

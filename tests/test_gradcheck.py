@@ -18,7 +18,8 @@ import torch
 from test_cli import REPO, TARGETS
 
 from attnzoo.sandbox import offer
-from attnzoo.sandbox.executor import InProcess, Isolated
+from attnzoo.sandbox.executor import InProcess
+from attnzoo.sandbox.isolated import Isolated
 from attnzoo.sandbox.target import BadTarget, Target, load
 from detectors.kit.calls import Request
 from detectors.kit.verdict import CRASHED, ImplementationFailure

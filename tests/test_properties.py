@@ -11,7 +11,8 @@ import pytest
 import detectors.dropout_pattern_is_independent as dropout
 from attnzoo.matrix import model as matrix
 from attnzoo.runner import run
-from attnzoo.sandbox.executor import InProcess, Isolated
+from attnzoo.sandbox.executor import InProcess
+from attnzoo.sandbox.isolated import Isolated
 from attnzoo.sandbox.target import Target
 from detectors import by_name
 from detectors.kit.battery import Battery

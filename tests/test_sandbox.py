@@ -203,7 +203,7 @@ def test_a_worker_is_a_fork_of_the_server_set_up_as_python_m_would_start_it(tmp_
     reaches the parent unbuffered; a restart is a new fork; a killed server takes its worker
     with it and the next worker comes from a new one."""
     from attnzoo.sandbox import zygote
-    from attnzoo.sandbox.executor import Isolated
+    from attnzoo.sandbox.isolated import Isolated
     from attnzoo.sandbox.target import Target
 
     (tmp_path / "forked.py").write_text(FORKED_TARGET)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from attnzoo.cli import main
-from attnzoo.sandbox.executor import Isolated
+from attnzoo.sandbox.isolated import Isolated
 from attnzoo.sandbox.target import BadTarget, Target
 from attnzoo.survey import adapters, run, write
 from attnzoo.survey.capabilities import VOCABULARY, Declaration, features, supported

@@ -2,24 +2,18 @@
 
 Both give every call a time limit, send it through :func:`decide.encode` and read its answer
 through :func:`decide.decide`, and turn every way a call can go wrong into an
-:class:`ImplementationFailure`, so a detector sees answers or failures and nothing else. The
-worker keeps the implementation away from the harness: it speaks the data-only protocol of
-:mod:`wire` (nothing it sends is unpickled), a hang is killed, a crash or ``sys.exit`` takes
-only the worker down, its output is captured and capped, and its whole process group goes
-with it (:mod:`hygiene`).
+:class:`ImplementationFailure`, so a detector sees answers or failures and nothing else. Here:
+what both share, and :class:`InProcess`; the worker process is :mod:`isolated`.
 """
 
-import os
 import signal
 import threading
-import time
 
-from attnzoo.sandbox import decide, hygiene, offer, probes, wire
+from attnzoo.sandbox import decide, probes
 from attnzoo.sandbox.target import BadTarget, load, manifest, renewed
 from detectors.kit.verdict import CRASHED, HUNG, ImplementationFailure
 
 CALL_SECONDS = 10.0  # per-call time limit
-LOAD_SECONDS = 30.0  # importing the target, torch included
 GRADCHECK_FACTOR = 6  # gradcheck makes many calls
 
 
@@ -57,13 +51,13 @@ class InProcess:
 
     def run(self, request):
         header, buffers, sent = decide.encode(request, self.target)
-        handle = header["keep"] = _handle(self, request)
+        handle = header["keep"] = new_handle(self, request)
         reply, out = self._execute(request, decide.for_worker(header, buffers))
         return kept_as(decide.decide(reply, out, sent, buffers, request, self.target), handle)
 
     def reread(self, handle):
         """The answer of a call made with ``keep`` as its arrays hold it now: (values, dtypes)."""
-        _still_kept(self, handle)
+        still_kept(self, handle)
         reply, out = probes.reread(self.target, self.kept, handle)
         return decide.reread(reply, out, handle, self.target)
 
@@ -96,7 +90,7 @@ def _raise_timeout(signum, frame):
     raise probes.CallTimeout()
 
 
-def _handle(executor, request):
+def new_handle(executor, request):
     """A new handle for an answer to keep, or None when the request does not ask for it; the
     executor remembers the last :data:`probes.KEPT`, which is what the target side keeps."""
     if not request.keep:
@@ -106,7 +100,7 @@ def _handle(executor, request):
     return executor.handles
 
 
-def _still_kept(executor, handle):
+def still_kept(executor, handle):
     if handle in getattr(executor, "lost", ()):
         raise ImplementationFailure(CRASHED, "the worker holding the answer was restarted",
                                     "re-reading a kept answer")
@@ -118,214 +112,3 @@ def kept_as(result, handle):
     if handle is not None:
         result.kept = handle
     return result
-
-
-class Isolated:
-    """Runs the implementation in a worker process, restarted after a hang or a crash.
-
-    Time: importing gets ``load_seconds``; the first call of each function in each worker gets
-    ``warmup_seconds`` (a compile, a cache fill) unless that function already hung through
-    one; every other call ``call_seconds``; nothing runs past ``deadline`` (a
-    time.monotonic() value), which raises DeadlineReached.
-    """
-
-    def __init__(self, target=None, call_seconds=CALL_SECONDS, load_seconds=LOAD_SECONDS,
-                 warmup_seconds=None, deadline=None, on_call=None):
-        self.target = target
-        self.call_seconds = call_seconds
-        self.load_seconds = load_seconds
-        self.warmup_seconds = call_seconds if warmup_seconds is None else warmup_seconds
-        self.deadline = deadline
-        self.on_call = on_call
-        self.notes = []
-        self.proc = self.sock = self.output = None
-        self.warm, self.hung_cold = set(), set()
-        self.manifest = None
-        self.handles, self.issued, self.lost = 0, [], set()  # answers the worker keeps
-        self._spawn()
-        if target is not None:
-            self.use(target)
-
-    def _spawn(self):
-        parent, child = wire.pair()
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self.proc, self.output = hygiene.spawn(child.fileno(), env)
-        child.close()
-        self.sock = parent
-        self.warm = set()
-        self.lost.update(self.issued)  # what the old worker kept died with it
-        self.issued = []
-
-    # -- loading ---------------------------------------------------------------------------
-
-    def _ask(self, header, what, seconds=None):
-        """Send a message and wait for its answer; a non-answer while loading is BadTarget."""
-        seconds = seconds or self.load_seconds
-        try:
-            reply, _ = self._exchange(header, (), seconds, what)
-        except ImplementationFailure as e:
-            if e.verdict == HUNG:
-                raise BadTarget(f"{what}: not done within {seconds:g} s: raise --import-timeout "
-                                "if it is only slow, or fix the module") from None
-            raise BadTarget(f"{what}: {e.what}: fix the module") from None
-        if reply.get("bad") is not None:
-            raise BadTarget(str(reply["bad"])[:2000])
-        return reply
-
-    def describe(self, locator):
-        info = self._ask({"verb": "describe", "locator": locator},
-                         f"{locator} while importing it").get("described")
-        if not isinstance(info, dict) or info.get("kind") not in ("zoo", "lesson", "callable"):
-            raise BadTarget(f"{locator} while importing it: the worker sent no description: "
-                            "fix the module")
-        return info
-
-    def infer_backend(self, locator):
-        """Which array library a lesson module speaks, by one probe call under the time limit.
-
-        The probe runs the target's own code, so it is a call like any other: if it hangs or
-        takes the worker down, the worker is restarted and the answer is "don't know".
-        """
-        try:
-            reply, _ = self._exchange({"verb": "infer", "locator": locator}, (),
-                                      self.warmup_seconds, f"{locator}: causal_mask(2)")
-        except ImplementationFailure:
-            self.close()
-            self._spawn()
-            return None
-        answer = reply.get("inferred")
-        return answer if answer in ("numpy", "torch") else None
-
-    def use(self, target):
-        self.target = target
-        what = f"{target.locator} while importing it"
-        reply = self._ask({"verb": "target", "target": vars(target)}, what)
-        try:
-            self.manifest = offer.decide(reply.get("ready"), target)
-        except offer.Malformed:
-            raise BadTarget(f"{what}: the worker sent no usable list of functions: "
-                            "fix the module") from None
-        return self.manifest
-
-    trusted = staticmethod(InProcess.trusted)
-
-    def fresh(self):
-        """The same worker restarted: the implementation is imported anew, with no history."""
-        self.close()
-        self._spawn()
-        self.use(self.target)
-        return self
-
-    def spare(self):
-        """Where calls that must not touch this run's history would go: this worker itself,
-        since a second worker would double the import; its calls simply come first."""
-        return self
-
-    # -- calls -----------------------------------------------------------------------------
-
-    def run(self, request):
-        if self.proc is None:
-            self._spawn()
-            self.use(self.target)
-        limit = limit_for(request, self.call_seconds)
-        cold = request.fn not in self.warm and request.fn not in self.hung_cold
-        if cold:
-            limit = max(limit, self.warmup_seconds)
-        header, buffers, sent = decide.encode(request, self.target)
-        handle = header["keep"] = _handle(self, request)
-        try:
-            reply, out = self._exchange(dict(header, verb="call"), buffers, limit,
-                                        request.describe())
-        except ImplementationFailure as e:
-            if cold and e.verdict == HUNG:  # it hung through its warm-up: no second allowance
-                self.hung_cold.add(request.fn)
-            raise
-        finally:
-            self._note_output()
-        self.warm.add(request.fn)
-        if self.on_call is not None:
-            self.on_call()
-        if "fail" in reply:
-            what = reply.get("what")
-            if reply["fail"] != CRASHED or not isinstance(what, str):
-                what = "sent a failure attnzoo cannot read"
-            raise ImplementationFailure(CRASHED, what[:2000], request.describe())
-        return kept_as(decide.decide(reply, out, sent, buffers, request, self.target), handle)
-
-    def reread(self, handle):
-        """The answer of a call made with ``keep`` as the worker's arrays hold it now."""
-        if self.proc is None:  # it died since: what it kept is gone with it
-            self.lost.update(self.issued)
-        _still_kept(self, handle)
-        reply, out = self._exchange({"verb": "reread", "handle": handle}, (),
-                                    self.call_seconds, "re-reading a kept answer")
-        return decide.reread(reply, out, handle, self.target)
-
-    def _exchange(self, header, buffers, limit, call):
-        """Send one message and read one reply within ``limit`` seconds (and the deadline)."""
-        cut = self.deadline is not None and time.monotonic() + limit > self.deadline
-        wait = max(0.0, self.deadline - time.monotonic()) if cut else limit
-        start = time.monotonic()
-        try:
-            self.sock.settimeout(wait)
-            wire.send(self.sock, header, buffers)
-            if not hygiene.wait_readable(self.sock, self.output, wait):
-                raise TimeoutError()
-            reply, out = wire.read(self.sock, max(0.001, wait - (time.monotonic() - start)))
-        except TimeoutError:
-            self.close()
-            if cut:
-                raise DeadlineReached() from None
-            raise ImplementationFailure(HUNG, f"no answer within {limit:g} s", call) from None
-        except (EOFError, OSError):
-            self._died(call)
-        except wire.Malformed as e:
-            self.close()
-            raise ImplementationFailure(
-                CRASHED, f"broke attnzoo's protocol: {e}", call) from None
-        finally:
-            if self.output is not None:
-                self.output.drain()
-        if not isinstance(reply, dict):
-            self.close()
-            raise ImplementationFailure(CRASHED, "broke attnzoo's protocol: not a message", call)
-        return reply, out
-
-    def _died(self, call):
-        try:
-            code = self.proc.wait(timeout=1)
-        except Exception:  # noqa: BLE001 - alive, but its end of the connection is gone
-            code = None
-        self.close()
-        if code is None:
-            how = "the process closed its connection to attnzoo"
-        elif code < 0:
-            how = f"the process was killed by {signal.Signals(-code).name}"
-        else:
-            how = f"the process exited with code {code}"
-        raise ImplementationFailure(CRASHED, how, call) from None
-
-    def _note_output(self):
-        """Say (once) that the implementation printed, and (once) when its output was capped."""
-        out = self.output
-        if out is None or not out.total:
-            return
-        if not any(n.startswith(_PRINTED) for n in self.notes):
-            self.notes.append(f"{_PRINTED} (first line: {out.first_line()!r})")
-        dropped = out.dropped()
-        if dropped and not out.noted_drop:
-            out.noted_drop = True
-            self.notes.append(f"{_PRINTED} past the {hygiene.HEAD + hygiene.TAIL} bytes kept "
-                              f"(head and tail): {dropped} bytes dropped so far")
-
-    def close(self):
-        if self.proc is not None:
-            hygiene.kill(self.proc)
-            self.output.drain()
-            self.output.stream.close()
-        if self.sock is not None:
-            self.sock.close()
-        self.proc = self.sock = None
-
-
-_PRINTED = "the implementation printed output"

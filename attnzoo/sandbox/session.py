@@ -10,7 +10,8 @@ import sys
 import time
 
 from attnzoo.sandbox import hygiene
-from attnzoo.sandbox.executor import DeadlineReached, Isolated
+from attnzoo.sandbox.executor import DeadlineReached
+from attnzoo.sandbox.isolated import Isolated
 
 
 class Progress:

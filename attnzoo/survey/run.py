@@ -78,7 +78,7 @@ class Skip(Exception):
 def run_one(module, decl, dtype, seed):
     from attnzoo.report import summarise
     from attnzoo.runner import run
-    from attnzoo.sandbox.executor import Isolated
+    from attnzoo.sandbox.isolated import Isolated
     from attnzoo.sandbox.target import BadTarget, Target
     from detectors import all_detectors
     from detectors.kit.battery import Battery
