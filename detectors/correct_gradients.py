@@ -42,7 +42,8 @@ def compare(subject, answer, want, case, low=None, precision="float64"):
 
 def tiny_calls(subject, rng):
     """Small masked calls for gradcheck, whose cost grows with inputs × outputs."""
-    from detectors.kit.battery import Call, Spec
+    from detectors.kit.battery import Call
+    from detectors.kit.specs import Spec
 
     lead = (1, 2) if subject.heads_axis else (2,)
     q, k, v = grid(rng, lead + (3, 2)), grid(rng, lead + (4, 2)), grid(rng, lead + (4, 3))

@@ -12,9 +12,10 @@ import math
 import numpy as np
 
 from detectors.kit import expect
-from detectors.kit.battery import Call, Spec
+from detectors.kit.battery import Call
 from detectors.kit.draw import grid
 from detectors.kit.needs import ATTENTION
+from detectors.kit.specs import Spec
 from detectors.kit.tolerance import allowance
 
 PROPERTY = "With dropout_p = p each weight is 0 or w/(1−p), and about a share p of them is 0."

@@ -17,9 +17,10 @@ import math
 import numpy as np
 
 from detectors.kit import expect
-from detectors.kit.battery import Call, Spec
+from detectors.kit.battery import Call
 from detectors.kit.draw import grid
 from detectors.kit.needs import ATTENTION
+from detectors.kit.specs import Spec
 
 PROPERTY = "With dropout_p = p a share 1 − p of the weights is kept, and the drop pattern is independent across batch items, heads and queries."
 CLAUSES = ("S5",)

@@ -9,9 +9,10 @@ rectangular mask to show.
 import numpy as np
 
 from detectors.kit import expect, lessons
-from detectors.kit.battery import SelfCall, SelfSpec, SoftmaxCall
+from detectors.kit.battery import SelfCall, SoftmaxCall
 from detectors.kit.lesson_calls import example, unbatched
 from detectors.kit.needs import ATTENTION, CAUSAL_MASK, SELF_ATTENTION, SOFTMAX
+from detectors.kit.specs import SelfSpec
 from detectors.kit.tolerance import allowance
 
 PROPERTY = "The lessons' worked examples (seeds 000 and 003) give the numbers the lessons print."

@@ -12,11 +12,12 @@ a seeded sample).
 from dataclasses import replace
 
 from detectors.kit import expect
-from detectors.kit.battery import Call, Spec
+from detectors.kit.battery import Call
 from detectors.kit.expect import plural
 from detectors.kit.needs import ATTENTION, SELF_ATTENTION
 from detectors.kit.positions import probed
 from detectors.kit.sdpa_request import projected
+from detectors.kit.specs import Spec
 from detectors.kit.tolerance import allowance
 
 PROPERTY = "Row t of causal self-attention equals the prefix run on tokens 0..t and the one-query decode step t."

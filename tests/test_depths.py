@@ -12,7 +12,8 @@ from attnzoo.matrix import model as matrix
 from attnzoo.runner import run
 from detectors import by_name
 from detectors.kit import sweep
-from detectors.kit.battery import ATTENTION, Battery
+from detectors.kit.battery import Battery
+from detectors.kit.specs import ATTENTION
 
 QUICK, STANDARD, DEEP = (Battery(0, depth=d) for d in ("quick", "standard", "deep"))
 DEEPER = [e for e in zoo.BUGS if e.meta.depth != "quick"]

@@ -16,10 +16,11 @@ from attnzoo.sandbox.target import Manifest, Target
 from detectors import all_detectors, baseline_suites
 from detectors.kit import expect
 from detectors.kit.allowed import allowed
-from detectors.kit.battery import ATTENTION, SELF, Battery
+from detectors.kit.battery import Battery
 from detectors.kit.expect import Mismatch
 from detectors.kit.needs import ATTENTION as ATTENTION_NEEDS
 from detectors.kit.needs import SELF_ATTENTION, SOFTMAX, Needs, applicable, parts
+from detectors.kit.specs import ATTENTION, SELF
 from detectors.kit.subject import Subject
 from detectors.kit.tolerance import EPS, _round, accumulation_bound
 

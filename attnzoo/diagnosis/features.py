@@ -1,7 +1,7 @@
 """What a sent case uses, as data: one row per feature, read from the battery's specs.
 
 Each row is (name, the phrase the diagnosis prints, a test of the call and alignment). The tests
-read the declarative fields of ``detectors.kit.battery.Spec`` (``gqa``, ``causal``, ``bias``,
+read the declarative fields of ``detectors.kit.specs.Spec`` (``gqa``, ``causal``, ``bias``,
 ``strided``, ``unbatched``, ``tags``, the shapes) and the arrays actually sent, so a call a
 detector derived from a case (every key masked, say) is described by what it is. A second table
 reads the request: its dtype, dropout and gradients. The order of the rows breaks ties: more

@@ -8,9 +8,10 @@ changes those numbers and nothing that needs a mask, a head, a large logit or a 
 import numpy as np
 
 from detectors.kit import expect
-from detectors.kit.battery import SelfCall, SelfSpec
+from detectors.kit.battery import SelfCall
 from detectors.kit.lesson_calls import as_call, unbatched
 from detectors.kit.needs import SELF_ATTENTION
+from detectors.kit.specs import SelfSpec
 
 PROPERTY = "Random square inputs, with and without a causal mask, match F.scaled_dot_product_attention (atol 1e-6)."
 CLAUSES = ("C3", "C4")

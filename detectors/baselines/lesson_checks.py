@@ -12,9 +12,10 @@ import math
 import numpy as np
 
 from detectors.kit import expect, lessons
-from detectors.kit.battery import SelfCall, SelfSpec
+from detectors.kit.battery import SelfCall
 from detectors.kit.lesson_calls import as_call, example, unbatched
 from detectors.kit.needs import ATTENTION, CAUSAL_MASK, SELF_ATTENTION
+from detectors.kit.specs import SelfSpec
 
 PROPERTY = "The lesson's checks: its example, the 1/√d_k scale, zeros above the diagonal, a loop reference and a batch."
 CLAUSES = ("C1", "C2", "C3", "C4")

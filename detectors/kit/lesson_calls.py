@@ -5,7 +5,8 @@ example gains a (1, 1) in front for it, and the answer loses it again.
 """
 
 from detectors.kit import lessons
-from detectors.kit.battery import Call, Spec
+from detectors.kit.battery import Call
+from detectors.kit.specs import Spec
 
 
 def example(name, q, mask, subject):

@@ -83,7 +83,8 @@ def build(subject, call, v, dtype, **kw):
 
 def projected(call):
     """A self-attention call as an SDPA call on (N, 1, T, d) projections with is_causal."""
-    from detectors.kit.battery import Call, Spec
+    from detectors.kit.battery import Call
+    from detectors.kit.specs import Spec
 
     q, k, v = call.projections()  # (..., T, d_k), (..., T, d_k), (..., T, d_v)
     lead = (q.shape[0] if q.ndim == 3 else 1, 1)

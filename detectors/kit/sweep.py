@@ -1,6 +1,6 @@
 """The deeper tiers of the battery: where tiled, chunked and split-KV kernels break.
 
-``quick`` is :data:`detectors.kit.battery.ATTENTION` (small enough to print). ``standard`` adds
+``quick`` is :data:`detectors.kit.specs.ATTENTION` (small enough to print). ``standard`` adds
 a few realistic cases per feature: a key axis past one and two tiles of 64 and 128, queries
 crossing a chunk boundary, a masked prefix of whole tiles, head dims past 128, groups of 8
 query heads, a (H, L, S) mask under 4-D queries, a 513-key decode cache, unbatched 2-D and 3-D
@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from detectors.kit.battery import SelfSpec, Spec
+from detectors.kit.specs import SelfSpec, Spec
 
 HALF = 64.0  # q and k entries ~ N(0, 64²): raw q·k past float16's largest finite 65504
 
