@@ -9,7 +9,14 @@ is this repository's, run on the very same call. As the forward allowance does
 (:mod:`detectors.kit.tolerance`), the unit is never less than an error no kernel at that
 precision avoids, so a lucky reference cannot make the bound vanish: storing the exact
 gradient at that precision (FA's ``dq_atol``), and the exact backward computed from P, dP and
-dS stored at that precision, as every kernel stores them between its products.
+dS stored at that precision, as every kernel stores them between its products. Nor is it less
+than the error of dK and dV accumulated at that precision tile by tile, as PyTorch's own CPU
+flash-attention backward accumulates them (``aten/src/ATen/native/cpu/FlashAttentionKernel.cpp``
+in https://github.com/pytorch/pytorch): each tile of 32 queries adds its share, rounded, into
+the half-precision gradient, the query heads of a group in turn. ``torch.nn.functional``'s
+SDPA takes that kernel for float16 and bfloat16 on the CPU; with 16 query heads per key head
+over 129 queries its dV is 80 roundings of a running sum away from float64, past 3× a
+reference that sums once (``tests/test_properties.py`` reproduces its dV bit for bit).
 
 Like FA's tests it runs at realistic sizes only — cases with keys past one tile of 64 or head
 dims of 64 and more, which the ``standard`` and ``deep`` batteries have — because on quick's
@@ -44,6 +51,7 @@ PRECISIONS = ("float16", "bfloat16")
 ULPS = 1  # plus one unit in the last place of the largest gradient, as the forward allows four
 CASES = 12  # at most this many realistic cases, spread from the smallest to the largest
 MAGNITUDES = {"magnitude", "sharpness"}  # tags of the cases taken first: precision's own stress
+QUERY_TILE = 32  # PyTorch's CPU flash backward: its smallest query tile, the most roundings
 
 
 def stored(exact, dtype):
@@ -80,8 +88,25 @@ def stored_intermediates(call, upstream, exact, dtype):
              np.swapaxes(p, -1, -2) @ upstream]  # dQ (..., L, E), dK, dV per query head
     if g > 1:
         grads[1:] = [a.reshape(a.shape[:-3] + (-1, g) + a.shape[-2:]).sum(-3) for a in grads[1:]]
-    return [float(np.abs(a - want).max()) if want.size else 0.0
-            for a, want in zip(grads, exact)]
+    tiled = [(), (accumulated_by_tiles(ds, q * factor, g, dtype),),  # dK = Σ dSᵀ Q·scale
+             (accumulated_by_tiles(p, upstream, g, dtype),)]  # dV = Σ Pᵀ dO
+    return [max(float(np.abs(a - want).max()) for a in (grad, *more)) if want.size else 0.0
+            for grad, more, want in zip(grads, tiled, exact)]
+
+
+def accumulated_by_tiles(weights, rows, g, dtype, tile=QUERY_TILE):
+    """Σ over queries of weightsᵀ @ rows for each key/value head, (..., H_kv, S, ·), summed as
+    a tiled kernel sums it: the share of each tile of ``tile`` queries rounded to ``dtype`` and
+    added into a ``dtype`` running sum, the ``g`` query heads of a group in turn. ``weights``
+    is (..., H_q, L, S), ``rows`` (..., H_q, L, ·), query head i reading key/value head i // g."""
+    w, r = (a.reshape(a.shape[:-3] + (-1, g) + a.shape[-2:]) for a in (weights, rows))
+    total = np.zeros(w.shape[:-3] + (w.shape[-1], r.shape[-1]))  # (..., H_kv, S, ·)
+    for h in range(g):
+        for start in range(0, w.shape[-2], tile):
+            queries = slice(start, start + tile)
+            share = np.swapaxes(w[..., h, queries, :], -1, -2) @ r[..., h, queries, :]
+            total = _rounded(total + _rounded(share, dtype), dtype)
+    return total
 
 
 def realistic(calls, n=CASES):

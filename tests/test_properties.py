@@ -170,6 +170,47 @@ def test_a_softmax_shifted_by_the_global_maximum_loses_the_diffuse_head_at_float
     assert run(lpg, matrix.subject_for(_row("reference-torch")), sharp).verdict == "survived"
 
 
+@pytest.mark.parametrize("dtype, queries, group", [("float16", 91, 4), ("bfloat16", 129, 16),
+                                                   ("bfloat16", 40, 1)])
+def test_the_tiled_floor_is_torchs_cpu_flash_backward_bit_for_bit(dtype, queries, group):
+    """With one key every weight is 1, so each tile's share of dV is a sum of grid values,
+    exact in float32: the model of accumulating dV tile by tile in ``dtype`` must then give
+    PyTorch's CPU flash-attention backward to the bit (it tiles queries by 32 below 192)."""
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from detectors.kit.draw import grid
+    from detectors.low_precision_gradients import accumulated_by_tiles
+
+    rng = np.random.default_rng(0)
+    heads = 2 * group
+    q, upstream = grid(rng, (1, heads, queries, 16)), grid(rng, (1, heads, queries, 16))
+    k, v = grid(rng, (1, 2, 1, 16)), grid(rng, (1, 2, 1, 16))
+    half = getattr(torch, dtype)
+    Q, K, V = (torch.tensor(a, dtype=half, requires_grad=True) for a in (q, k, v))
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        out = torch.nn.functional.scaled_dot_product_attention(Q, K, V, enable_gqa=group > 1)
+    (out * torch.tensor(upstream, dtype=half)).sum().backward()
+    model = accumulated_by_tiles(np.ones((1, heads, queries, 1)), upstream, group, dtype)
+    assert np.array_equal(V.grad.double().numpy(), model)
+    exact = upstream.reshape(1, 2, group, queries, 16).sum((2, 3))[:, :, None]
+    if group == 16:  # the case that made the floor: the running sum is off, the model with it
+        assert np.abs(model - exact).max() > 0
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_torch_sdpa_holds_with_16_query_heads_per_key_head_at_deep(seed):
+    """deep-19 (16 query heads per key head, 129 queries) at float16: torch's CPU flash
+    backward accumulates dV in float16 tile by tile, 80 roundings, which a reference that sums
+    once does not see; the tiled floor is what keeps torch itself clean there."""
+    lpg = by_name()["low_precision_gradients"]
+    deep = Battery(seed, depth="deep")
+    deep.attention[:] = [c for c in deep.attention if c.name.endswith("-L129-S17-E111-Ev111-g16")]
+    assert len(deep.attention) == 1
+    finding = run(lpg, matrix.subject_for(_row("builtin-sdpa-sdpa")), deep)
+    assert finding.verdict == "survived", finding.message
+
+
 def test_a_gradient_wrong_at_float64_is_left_to_correct_gradients():
     """A −1e9 fill spreads an empty row at every precision: its dV is a wrong answer, judged by
     correct_gradients, not a rounding error to be weighed against a rounding-sized bound."""
