@@ -88,10 +88,15 @@ def stored_intermediates(call, upstream, exact, dtype):
              np.swapaxes(p, -1, -2) @ upstream]  # dQ (..., L, E), dK, dV per query head
     if g > 1:
         grads[1:] = [a.reshape(a.shape[:-3] + (-1, g) + a.shape[-2:]).sum(-3) for a in grads[1:]]
-    tiled = [(), (accumulated_by_tiles(ds, q * factor, g, dtype),),  # dK = Σ dSᵀ Q·scale
-             (accumulated_by_tiles(p, upstream, g, dtype),)]  # dV = Σ Pᵀ dO
-    return [max(float(np.abs(a - want).max()) for a in (grad, *more)) if want.size else 0.0
-            for grad, more, want in zip(grads, tiled, exact)]
+    errors = [_error(a, want) for a, want in zip(grads, exact)]
+    tiled = [accumulated_by_tiles(ds, q * factor, g, dtype),  # dK = Σ dSᵀ Q·scale
+             accumulated_by_tiles(p, upstream, g, dtype)]  # dV = Σ Pᵀ dO
+    errors[1:] = [max(e, _error(t, want)) for e, t, want in zip(errors[1:], tiled, exact[1:])]
+    return errors
+
+
+def _error(a, want):
+    return float(np.abs(a - want).max()) if want.size else 0.0
 
 
 def accumulated_by_tiles(weights, rows, g, dtype, tile=QUERY_TILE):
