@@ -68,6 +68,18 @@ def test_computes_in_half_is_measured_at_float16_and_still_caught():
     assert "float64 inputs computed to float16 accuracy" in finding.message
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_decode_step_is_judged_at_the_precision_attention_was_measured_to_have(seed):
+    """Row t of a lesson's self-attention (judged strictly) against the decode step, which is an
+    attention call: each side within its own allowance of the exact row. Judged at float64
+    alone, float16 rounding that differs between 70 keys with 8 masked and 62 keys flagged
+    computes-in-half on seed 0's standard battery and no other, a verdict that followed the
+    draw; its float16 error is computes_at_input_precision's to report, once."""
+    subject = in_process(ComputesInHalf(), "zoo/computes_in_half.py:TORCH", "lesson")
+    finding = run(DETECTORS["prefix_consistency"], subject, Battery(seed, depth="standard"))
+    assert finding.verdict == "survived", finding.message
+
+
 def test_the_precision_reported_is_the_one_measured_whatever_the_seed_and_depth():
     """A kernel that drops its last key tile errs, on the standard tier's plain cases, by about
     bfloat16's allowance on some draws and past it on others. What is reported is the
