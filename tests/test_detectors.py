@@ -10,6 +10,7 @@ an implementation (or a detector) does into a verdict.
 
 import math
 import re
+import signal
 import time
 import types
 from dataclasses import dataclass
@@ -572,6 +573,22 @@ def test_implementation_failures(impl, verdict, what, battery):
     compile(finding.evidence.snippet, "<snippet>", "exec")
     if impl is Sleeps:  # the sleeping call was cut short, not waited out
         assert finding.evidence.actual == "no answer within 0.05 s", finding.evidence
+
+
+@pytest.mark.parametrize("impl", [LessonNumpy, Sleeps], ids=["answers", "sleeps"])
+def test_an_in_process_call_leaves_the_alarm_as_it_found_it(impl, battery):
+    """The time limit borrows SIGALRM for each call and gives it back, handler and timer."""
+    def mine(signum, frame):
+        pass
+
+    before = signal.signal(signal.SIGALRM, mine)
+    try:
+        run(DETECTORS["matches_loop_oracle"], subject(impl(), impl.__name__, call_seconds=0.05),
+            battery)
+        assert signal.getsignal(signal.SIGALRM) is mine
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    finally:
+        signal.signal(signal.SIGALRM, before)
 
 
 def test_an_sdpa_callable_returning_a_tuple_crashes(battery):
