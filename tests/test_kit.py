@@ -6,6 +6,7 @@ what it claims: torch's own casts, float32 arithmetic done by hand, the snippet 
 
 import re
 from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -188,6 +189,32 @@ def test_standard_depth_snippets_redraw_their_inputs_and_reproduce_the_answer(ro
         code = subject.evidence([answer]).snippet
         assert code.count("\n") < 40 and "np.random.default_rng([0, 0, 10" in code, code
         assert np.array_equal(run_snippet(code, target, answer.out.shape), answer.out), call.name
+
+
+@pytest.mark.app  # the standard tier
+@pytest.mark.parametrize("row", ["torch", "sdpa"])
+def test_self_attention_snippets_write_projections_as_products(row):
+    """Self-attention at 70 tokens, its prefix and a decode step: SDPA is sent X @ W with a
+    head axis, a decode step slices of them. Each is a line over X and W redrawn from their
+    stream, not thousands of numbers (a reproduction of these took 264 and 435 lines)."""
+    from detectors.prefix_consistency import decode_step
+
+    target = SNIPPET_TARGETS[row]
+    subject = Subject(target, InProcess(target))
+    call = next(c for c in Battery(0, depth="standard").self_attention if c.name == "self-long")
+    full = subject.self_attend(call)
+    prefix = subject.self_attend(replace(call, x=call.x[..., :40, :].copy()))
+    step = subject.attend(decode_step(call, 61, subject.heads_axis))
+    for answers, r in (([full, step], "r2"), ([full, prefix], "r2"), ([step], "r1")):
+        code = subject.evidence(answers).snippet
+        assert code.count("\n") < 25 and "np.random.default_rng([0, 0, 1100])" in code, code
+        if row == "sdpa" or any(a is step for a in answers):  # a lesson prefix sends X
+            assert " @ W" in code, code
+        scope = {}
+        exec(compile(code, "<snippet>", "exec"), scope)  # noqa: S102 - our own reproduction
+        got = scope[r][0] if target.contract == "lesson" else scope[r]
+        want = answers[-1].out
+        assert np.array_equal(as_numpy(got).reshape(want.shape), want), code
 
 
 @pytest.mark.app  # on a case of the standard tier

@@ -18,7 +18,7 @@ from detectors.kit.draw import (
     softmax_input,
     untraced_grid,
 )
-from detectors.kit.reproduce import grid_draw, remember
+from detectors.kit.reproduce import grid_draw, projection, remember
 from detectors.kit.specs import ATTENTION, SELF, SOFTMAX, SelfSpec, Spec
 from reference import exact, loop_oracle
 
@@ -95,6 +95,7 @@ class SelfCall:
         return self.x.size + self.w_q.size + self.w_k.size + self.w_v.size
 
     def projections(self):
+        projection(self.x, (self.w_q, self.w_k, self.w_v))  # for short reproductions
         return self.x @ self.w_q, self.x @ self.w_k, self.x @ self.w_v
 
     def expected(self):

@@ -35,6 +35,7 @@ _streams = {}  # stream key -> source lines of each draw, in order ({x}: the nam
 _seeds = {}  # stream key -> the seed the snippet passes to default_rng (the key itself if absent)
 _large = {}  # stream key -> whether any of its draws is too large to print
 _traced = OrderedDict()  # id(generator) -> (the generator, its stream key)
+_projected = {}  # id(X) -> (weak reference to X, weak references to the W it is projected by)
 
 
 def remember(stream, draws, seed=None):
@@ -49,6 +50,17 @@ def remember(stream, draws, seed=None):
         if isinstance(a, np.ndarray):
             _drawn[id(a)] = (weakref.ref(a), key, i)
             weakref.finalize(a, _drawn.pop, id(a), None)
+
+
+def projection(x, weights):
+    """Record that ``x @ w`` for each of ``weights`` is an array a request may carry (a
+    self-attention call's Q, K and V, SDPA's with a head axis): a reproduction writes such an
+    array, or a slice of it, as that product of X and W rather than as its numbers."""
+    entry = _projected.get(id(x))
+    if entry is not None and entry[0]() is x:
+        return
+    _projected[id(x)] = (weakref.ref(x), tuple(weakref.ref(w) for w in weights))
+    weakref.finalize(x, _projected.pop, id(x), None)
 
 
 def trace(rng, a, lines):
@@ -149,7 +161,7 @@ class Builder:
         shaped = constant(a, var)
         if shaped:
             found.append(self._run(a, var, shaped, self._trial(), dict(self.rngs)))
-        for bases in (self._built_bases(a), self._drawn_bases(a)):
+        for bases in (self._built_bases(a), self._product_bases(a), self._drawn_bases(a)):
             if any(found):
                 break
             for base_var, base, lines, scope, rngs in bases:  # lines: already run in scope
@@ -176,6 +188,48 @@ class Builder:
         from (no lines needed)."""
         return [(var, value, [], self.scope, self.rngs) for var, value in self._built()
                 if related(a, value)]
+
+    def _product_bases(self, a):
+        """The same for the projections X @ W of self-attention calls whose shape ``a`` may
+        derive from (with SDPA's singleton head axis when ``a`` has it), with the lines that
+        make X and W: each is an array built so far, or redrawn from its seeded stream."""
+        for x_ref, w_refs in list(_projected.values()):
+            x = x_ref()
+            for w in (r() for r in w_refs):
+                if x is None or w is None or a.dtype == bool or x.shape[-1] != w.shape[0]:
+                    continue
+                shape = x.shape[:-1] + w.shape[1:]  # (..., T, d)
+                if a.ndim > len(shape):  # (N, 1, T, d): how SDPA takes self-attention
+                    shape = shape[:-2] + (1,) * (a.ndim - len(shape)) + shape[-2:]
+                if len(shape) != a.ndim or sum(m != n for m, n in zip(shape, a.shape)) > 1:
+                    continue
+                made = self._sources(((x, "X"), (w, "W")))
+                if made is None:
+                    continue
+                (x_var, w_var), lines, scope, rngs = made
+                product, expr = x @ w, f"({x_var} @ {w_var})"
+                if product.shape != shape:
+                    product, expr = product.reshape(shape), f"{expr}.reshape({shape})"
+                yield expr, product, lines, scope, rngs
+
+    def _sources(self, arrays):
+        """((variable, ...), lines, scope, rngs) naming each (array, role): one built so far,
+        or one redrawn from its seeded stream in a trial scope; None when one is neither."""
+        names, lines, scope, rngs = [], [], self.scope, self.rngs
+        for a, role in arrays:
+            var = self.names.get(id(a)) or next(
+                (v for v, value in self._built() if same(a, value)), None)
+            if var is None:
+                entry = _drawn.get(id(a))
+                if not entry or entry[0]() is not a or entry[1] not in _streams:
+                    return None
+                var = next(f"{role}_{i}" for i in range(1, 10**6) if f"{role}_{i}" not in scope)
+                drawn = self._redraw(a, var, entry[1], entry[2], lines, scope, rngs)
+                if drawn is None:
+                    return None
+                lines, scope, rngs = drawn
+            names.append(var)
+        return tuple(names), lines, scope, rngs
 
     def _drawn_bases(self, a):
         """The same for battery arrays of a related shape, with the lines that draw them."""
