@@ -106,12 +106,10 @@ class Builder:
 
     def name(self, a, role):
         """The variable holding ``a``, adding the lines that build it on first use."""
-        if id(a) in self.names:
-            return self.names[id(a)]
-        for var, value in self._built():  # an equal array made earlier
-            if same(a, value):
-                self.names[id(a)] = var
-                return var
+        known = self._known(a)
+        if known is not None:
+            self.names[id(a)] = known
+            return known
         var = f"{role}{len(self.names) + 1}"
         printed = [f"{var} = {literal(a)}"]
         best = self._best(a, var)
@@ -121,6 +119,12 @@ class Builder:
         self.scope, self.rngs = best[1], best[2]
         self.names[id(a)] = var
         return var
+
+    def _known(self, a):
+        """The variable already holding ``a``, or an array equal to it; else None."""
+        if id(a) in self.names:
+            return self.names[id(a)]
+        return next((var for var, value in self._built() if same(a, value)), None)
 
     def _built(self):
         return [(var, value) for var, value in self.scope.items()
@@ -193,10 +197,12 @@ class Builder:
         """The same for the projections X @ W of self-attention calls whose shape ``a`` may
         derive from (with SDPA's singleton head axis when ``a`` has it), with the lines that
         make X and W: each is an array built so far, or redrawn from its seeded stream."""
+        if a.dtype == bool:
+            return
         for x_ref, w_refs in list(_projected.values()):
             x = x_ref()
             for w in (r() for r in w_refs):
-                if x is None or w is None or a.dtype == bool or x.shape[-1] != w.shape[0]:
+                if x is None or w is None or x.shape[-1] != w.shape[0]:
                     continue
                 shape = x.shape[:-1] + w.shape[1:]  # (..., T, d)
                 if a.ndim > len(shape):  # (N, 1, T, d): how SDPA takes self-attention
@@ -217,8 +223,7 @@ class Builder:
         or one redrawn from its seeded stream in a trial scope; None when one is neither."""
         names, lines, scope, rngs = [], [], self.scope, self.rngs
         for a, role in arrays:
-            var = self.names.get(id(a)) or next(
-                (v for v, value in self._built() if same(a, value)), None)
+            var = self._known(a)
             if var is None:
                 entry = _drawn.get(id(a))
                 if not entry or entry[0]() is not a or entry[1] not in _streams:
