@@ -34,7 +34,7 @@ KEPT = 16  # answers kept as returned (Request.keep), oldest dropped first
 def execute(obj, target, manifest, request, kept=None):
     """Run one decoded request against a loaded target: (reply header, buffers). With
     ``request["keep"]`` (a handle) the returned objects are kept in ``kept`` under it."""
-    backend = _Torch(target.device) if target.backend == "torch" else _Numpy()
+    backend = _backend(target)
     fn = _function(obj, manifest, request)
     args = [backend.build(a, request) for a in request["args"]]
     kwargs = {k: backend.build(v, request) for k, v in request["kwargs"].items()}
@@ -71,12 +71,23 @@ def execute(obj, target, manifest, request, kept=None):
 
 def reread(target, kept, handle):
     """The answers kept under ``handle`` as their storage holds them now: (reply, buffers)."""
-    backend = _Torch(target.device) if target.backend == "torch" else _Numpy()
+    backend = _backend(target)
     items, buffers = kept.get(handle), []
     if items is None:
         return {"values": None}, buffers
     request = {"call": "re-reading a kept answer"}
     return {"values": backend.read_all(items, buffers, request)}, buffers
+
+
+_BACKENDS = {}
+
+
+def _backend(target):
+    """The reading and building side for the target's array library (one per device)."""
+    key = (target.backend, target.device) if target.backend == "torch" else "numpy"
+    if key not in _BACKENDS:
+        _BACKENDS[key] = _Torch(target.device) if target.backend == "torch" else _Numpy()
+    return _BACKENDS[key]
 
 
 def guarded(fn, args, kwargs, request):
@@ -207,7 +218,8 @@ class _Torch:
             t = torch.from_numpy(raw).view(torch.bfloat16)
         else:
             t = torch.from_numpy(_numpy_input(desc))
-        t = t.to(self.device)
+        if self.device != "cpu":  # from_numpy is on the CPU already
+            t = t.to(self.device)
         if request["strided"] and t.dim() >= 2:
             axes = (-3, -2) if t.dim() >= 3 else (-2, -1)
             t = t.transpose(*axes).contiguous().transpose(*axes)
