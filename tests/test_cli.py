@@ -217,6 +217,11 @@ def test_bad_target_is_one_usage_error(target, words):
     pytest.param(["matrix", "--only", "no-scaling", "--output", "no/such/folder/m.json"],
                  ["cannot write no/such/folder/m.json", "folder does not exist"],
                  id="matrix-output-missing-folder"),
+    pytest.param(["bench", "--against", "no-such-commit"],
+                 ["--against no-such-commit", "no such commit", "'git log'"],
+                 id="bench-against-unknown-commit"),
+    pytest.param(["bench", "--against", "HEAD", "--checks"], ["separate runs", "give one"],
+                 id="bench-against-and-checks"),
 ])
 def test_bad_argument_is_one_usage_error(argv, words):
     line = one_error_line(attnzoo(*argv))

@@ -33,15 +33,20 @@ def add(sub, add_run_options):
                        description="Medians over repeated whole runs; writes JSON.")
     p.add_argument("--repeats", type=int, default=3, help="runs per figure (default 3)")
     p.add_argument("--scales", default="1,2,4", help="battery sizes to time (default 1,2,4)")
-    p.add_argument("--output", default="docs/benchmark.json", metavar="PATH")
+    p.add_argument("--output", metavar="PATH",
+                   help="where the JSON goes (default docs/benchmark.json for the whole run; "
+                   "--against, --ratio and --checks write only where this names)")
     p.add_argument("--no-xdist-compare", action="store_true",
                    help="skip the serial-vs-parallel kill matrix comparison")
     p.add_argument("--ratio", action="store_true",
                    help="only the README's test command against the kill matrix, in turn: "
-                   "their walls and the ratio (writes nothing)")
+                   "their walls and the ratio (writes JSON only where --output names)")
     p.add_argument("--checks", action="store_true",
                    help="only attnzoo check on the reference and torch's SDPA at each depth "
-                   "(writes nothing)")
+                   "(writes JSON only where --output names)")
+    p.add_argument("--against", metavar="REV",
+                   help="only attnzoo matrix today against attnzoo matrix at commit REV of this "
+                   "repository, in turn on this machine: walls, cells and their ratios")
     p.set_defaults(run=cmd_bench)
 
     p = sub.add_parser("gpu", help="PyTorch's SDPA kernels on CUDA: backend × dtype × detector",
@@ -87,7 +92,17 @@ def cmd_bench(args):
         raise BadInput(f"--scales takes whole numbers like 1,2,4, not {args.scales!r}") from None
     if args.repeats < 1 or not scales or min(scales) < 1:
         raise BadInput("--repeats and --scales must be at least 1")
-    project.root("attnzoo bench")
+    if sum((bool(args.against), args.ratio, args.checks)) > 1:
+        raise BadInput("--against, --ratio and --checks are separate runs: give one of them")
+    root = project.root("attnzoo bench")
+    if args.against:
+        from attnzoo.devtools import against
+
+        report = against.compare(args.against, args.repeats, root)
+        print(against.render(report))
+        if args.output:
+            bench.write(report, args.output)
+        return 0
     return bench.run(args.repeats, scales, args.output, not args.no_xdist_compare, args.ratio,
                      args.checks)
 

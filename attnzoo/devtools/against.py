@@ -1,0 +1,127 @@
+"""``attnzoo bench --against REV``: today's kill matrix against the kill matrix of an earlier
+commit, on this machine, in turn.
+
+A budget such as "no slower than it was" cannot be read off two figures taken on different
+days: the machines this project runs on differ from day to day by more than the change being
+judged. So both matrices run here, one after the other (A B A B …), each from its own tree
+(``git archive REV``, run through the ``attnzoo`` console script that revision declares), and
+the comparison is the median of the pair-by-pair wall ratios beside the median walls. Each
+run's cells are counted from its JSON, so the report says how much more (or less) the earlier
+matrix was asked to do.
+"""
+
+import json
+import os
+import subprocess
+import tarfile
+import tempfile
+import tomllib
+from contextlib import contextmanager
+from pathlib import Path
+
+from attnzoo.check import BadInput
+from attnzoo.devtools import bench
+
+
+def commit(rev, root):
+    """The full hash of ``rev`` in the checkout at ``root``; one line naming what is wrong."""
+    done = subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", "--quiet",
+                           f"{rev}^{{commit}}"], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise BadInput(f"--against {rev}: no such commit in {root}: name one 'git log' shows "
+                       "(a shallow clone may need 'git fetch --unshallow')")
+    return done.stdout.strip()
+
+
+@contextmanager
+def tree(sha, root):
+    """The files of commit ``sha``, written to a temporary folder (removed afterwards)."""
+    with tempfile.TemporaryDirectory(prefix=f"attnzoo-{sha[:7]}-") as folder:
+        with tempfile.TemporaryFile() as archive:
+            subprocess.run(["git", "-C", str(root), "archive", "--format=tar", sha],
+                           stdout=archive, check=True)
+            archive.seek(0)
+            with tarfile.open(fileobj=archive) as tar:
+                tar.extractall(folder, filter="data")
+        yield Path(folder)
+
+
+def console_command(folder, argv):
+    """The command line that runs ``attnzoo ARGV`` from the tree in ``folder``, through the
+    console script its own pyproject.toml declares, importing nothing from another tree."""
+    try:
+        scripts = tomllib.loads((folder / "pyproject.toml").read_text())["project"]["scripts"]
+        module, function = scripts["attnzoo"].split(":")
+    except (OSError, KeyError, ValueError, tomllib.TOMLDecodeError):
+        raise BadInput(f"{folder.name}: its pyproject.toml declares no 'attnzoo' console "
+                       "script: --against needs a commit that has one") from None
+    top = module.split(".")[0]
+    code = (f"import sys; sys.path.insert(0, {str(folder)!r}); import {module} as m; "
+            f"import {top}; "
+            f"assert {top}.__file__.startswith({str(folder)!r}), {top}.__file__; "
+            f"sys.exit(m.{function}(sys.argv[1:]))")
+    return [bench.PY, "-c", code, *argv]
+
+
+def compare(rev, repeats, root=None):
+    """Today's ``attnzoo matrix`` and that of ``rev``, in turn, ``repeats`` times each."""
+    root = root or bench.ROOT
+    sha = commit(rev, root)
+    head = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty"],
+                          capture_output=True, text=True).stdout.strip()
+    out = tempfile.mkdtemp(prefix="attnzoo-against-")
+    paths = {side: os.path.join(out, f"{side}.json") for side in ("today", "then")}
+    with tree(sha, root) as folder:
+        sides = {"today": (bench.matrix_command(paths["today"]), root),
+                 "then": (console_command(folder, ["matrix", "--format", "json", "--output",
+                                                   paths["then"]]), folder)}
+        runs = {side: [] for side in sides}
+        cells = {}
+        for _ in range(repeats):
+            for side, (cmd, cwd) in sides.items():
+                run = bench.once(cmd, cwd=cwd)
+                if run[2].returncode not in (0, 1):  # 1: a failing cell, still a whole matrix
+                    raise RuntimeError(f"the {side} matrix exited {run[2].returncode}: "
+                                       f"{run[2].stderr.strip()[-500:]}")
+                runs[side].append(run)
+                cells[side] = _cells(paths[side])
+    for p in paths.values():
+        os.unlink(p)
+    os.rmdir(out)
+    shown = {"today": ["attnzoo", "matrix"], "then": ["attnzoo", "matrix", f"(at {sha[:12]})"]}
+    figures = {side: dict(bench.figure(shown[side], r), cells=cells[side])
+               for side, r in runs.items()}
+    figures["today"]["commit"], figures["then"]["commit"] = head, sha
+    pairs = [a[0] / b[0] for a, b in zip(runs["today"], runs["then"])]
+    return {"machine": bench.machine(), "against": rev, **figures,
+            "wall_ratio_pairs": bench.spread(pairs),
+            "wall_ratio_medians": round(figures["today"]["wall"]["median"]
+                                        / figures["then"]["wall"]["median"], 3),
+            "cpu_per_cell_ratio": round(
+                (figures["today"]["cpu"]["median"] / cells["today"])
+                / (figures["then"]["cpu"]["median"] / cells["then"]), 3)}
+
+
+def _cells(path):
+    doc = json.loads(Path(path).read_text())
+    return sum(len(row["cells"]) for row in doc["rows"])
+
+
+def render(r):
+    m = r["machine"]
+    lines = [f"{m['date']}, {m['cores']} cores, {m['cpu'] or m['platform']}: `attnzoo matrix` "
+             f"today ({r['today']['commit']}) and at {r['against']} "
+             f"({r['then']['commit'][:12]}), in turn, {r['today']['runs']} runs each", "",
+             "| matrix | cells | median wall | min | max | median CPU |",
+             "|---|---|---|---|---|---|"]
+    for side in ("today", "then"):
+        f = r[side]
+        w = f["wall"]
+        lines.append(f"| {'today' if side == 'today' else r['against']} | {f['cells']} | "
+                     f"{w['median']:.2f} s | {w['min']:.2f} s | {w['max']:.2f} s | "
+                     f"{f['cpu']['median']:.2f} s |")
+    p = r["wall_ratio_pairs"]
+    lines += ["", f"today / {r['against']}, wall: {p['median']:.3f} (median of the pairs; "
+              f"{p['min']:.3f}–{p['max']:.3f}), {r['wall_ratio_medians']:.3f} (of the medians); "
+              f"CPU per cell: {r['cpu_per_cell_ratio']:.3f}"]
+    return "\n".join(lines)
