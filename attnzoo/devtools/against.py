@@ -111,7 +111,8 @@ def render(r):
     m = r["machine"]
     lines = [f"{m['date']}, {m['cores']} cores, {m['cpu'] or m['platform']}: `attnzoo matrix` "
              f"today ({r['today']['commit']}) and at {r['against']} "
-             f"({r['then']['commit'][:12]}), in turn, {r['today']['runs']} runs each", "",
+             f"({r['then']['commit'][:12]}), in turn, {r['today']['runs']} "
+             f"run{'s' if r['today']['runs'] != 1 else ''} each", "",
              "| matrix | cells | median wall | min | max | median CPU |",
              "|---|---|---|---|---|---|"]
     for side in ("today", "then"):
