@@ -69,9 +69,9 @@ def compare(rev, repeats, root=None):
     sha = commit(rev, root)
     head = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty"],
                           capture_output=True, text=True).stdout.strip()
-    out = tempfile.mkdtemp(prefix="attnzoo-against-")
-    paths = {side: os.path.join(out, f"{side}.json") for side in ("today", "then")}
-    with tree(sha, root) as folder:
+    with tempfile.TemporaryDirectory(prefix="attnzoo-against-") as out, \
+            tree(sha, root) as folder:
+        paths = {side: os.path.join(out, f"{side}.json") for side in ("today", "then")}
         sides = {"today": (bench.matrix_command(paths["today"]), root),
                  "then": (console_command(folder, ["matrix", "--format", "json", "--output",
                                                    paths["then"]]), folder)}
@@ -85,9 +85,6 @@ def compare(rev, repeats, root=None):
                                        f"{run[2].stderr.strip()[-500:]}")
                 runs[side].append(run)
                 cells[side] = _cells(paths[side])
-    for p in paths.values():
-        os.unlink(p)
-    os.rmdir(out)
     shown = {"today": ["attnzoo", "matrix"], "then": ["attnzoo", "matrix", f"(at {sha[:12]})"]}
     figures = {side: dict(bench.figure(shown[side], r), cells=cells[side])
                for side, r in runs.items()}
