@@ -55,10 +55,8 @@ def console_command(folder, argv):
     except (OSError, KeyError, ValueError, tomllib.TOMLDecodeError):
         raise BadInput(f"{folder.name}: its pyproject.toml declares no 'attnzoo' console "
                        "script: --against needs a commit that has one") from None
-    top = module.split(".")[0]
     code = (f"import sys; sys.path.insert(0, {str(folder)!r}); import {module} as m; "
-            f"import {top}; "
-            f"assert {top}.__file__.startswith({str(folder)!r}), {top}.__file__; "
+            f"assert m.__file__.startswith({str(folder)!r}), m.__file__; "
             f"sys.exit(m.{function}(sys.argv[1:]))")
     return [bench.PY, "-c", code, *argv]
 
