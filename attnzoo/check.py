@@ -105,7 +105,7 @@ def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment
     import functools
     from types import SimpleNamespace
 
-    from attnzoo.diagnosis.follow import lighten
+    from attnzoo.diagnosis.cases import lighten
     from attnzoo.diagnosis.group import diagnose
     from attnzoo.report import SCHEMA, describe_target, exit_code, summarise
     from attnzoo.runner import run

@@ -20,6 +20,7 @@ from attnzoo.sandbox.executor import DeadlineReached
 from detectors.kit.battery import materialise
 from detectors.kit.draw import LEFT_PADS
 from detectors.kit.expect import Mismatch
+from detectors.kit.outcomes import Record
 from detectors.kit.verdict import CRASHED, KILLED, NAN, Flag, ImplementationFailure
 
 MAX_ATTEMPTS = 40  # reruns of the detector, each on one case, per flagged finding
@@ -44,7 +45,7 @@ def sizes(spec):
 
 def least(spec, knob):
     """The least value a knob may take: two rows and keys where a mask's rows need them."""
-    if knob in ("L", "S") and spec.mask == "empty-rows":
+    if knob in ("L", "S") and "empty-rows" in (spec.mask, spec.bias):
         return 2
     return 0 if knob == "prefix" else 1
 
@@ -103,6 +104,7 @@ class Shrinker:
         self.detector, self.subject, self.battery = detector, subject, battery
         self.verdict = verdict
         self.attempts, self.found, self.stopped = 0, None, False  # found: (text, evidence)
+        self.skipped = []  # sizes whose case could not be built, and why
 
     def fails(self, spec):
         """Does the detector flag ``spec``'s case with the original verdict? (keeps its Flag)"""
@@ -114,10 +116,15 @@ class Shrinker:
         if progress is not None:
             progress.stage(f"shrinking {spec.name}: rerun {self.attempts} of at most "
                            f"{MAX_ATTEMPTS}")
-        call = materialise(spec, [self.battery.seed, STREAM, *spec.q, *spec.k, *spec.v])
+        try:  # a step that cannot build its smaller case is skipped, never fatal
+            call = materialise(spec, [self.battery.seed, STREAM, *spec.q, *spec.k, *spec.v])
+        except (ValueError, IndexError) as e:
+            self.skipped.append(f"{describe(spec)}: {type(e).__name__}: {e}")
+            return False
         one = copy.copy(self.battery)
         one.attention, one.self_attention, one.softmax = [call], [], []
-        subject.set_aside, subject.current, subject.progress = {}, None, None  # its cases: 1
+        run = subject.run
+        subject.run, subject.current, subject.progress = Record(run.detector), None, None
         try:
             self.detector.check(subject, one)
         except Flag as flag:
@@ -138,7 +145,7 @@ class Shrinker:
         except Exception:  # noqa: BLE001 - any other outcome is not the same failure
             pass
         finally:
-            subject.current, subject.progress = None, progress
+            subject.run, subject.current, subject.progress = run, None, progress
         return False
 
 
@@ -159,21 +166,19 @@ def smallest(detector, subject, battery, case, verdict, what=""):
     if why:
         return {"case": case or "", "from": None, "to": None, "sizes": None, "attempts": 0,
                 "cap": MAX_ATTEMPTS, "skipped": why}
-    saved = dict(subject.set_aside)
     shrinker = Shrinker(detector, subject, battery, verdict)
     spec = start.spec
-    try:
-        for _ in range(2):  # a second pass: a smaller axis can let another shrink further
-            before = spec
-            for knob in sizes(spec):
-                spec = _shrink_one(shrinker, spec, knob)
-            if spec == before or shrinker.stopped:
-                break
-    finally:
-        subject.set_aside = saved
+    for _ in range(2):  # a second pass: a smaller axis can let another shrink further
+        before = spec
+        for knob in sizes(spec):
+            spec = _shrink_one(shrinker, spec, knob)
+        if spec == before or shrinker.stopped:
+            break
     found = shrinker.found if spec != start.spec else None
     result = {"case": start.name, "from": describe(start.spec), "to": describe(spec),
               "sizes": sizes(spec), "attempts": shrinker.attempts, "cap": MAX_ATTEMPTS}
+    if shrinker.skipped:
+        result["unbuilt"] = shrinker.skipped[:3]
     if found is not None:
         text, evidence = found
         result.update(message=text, call=evidence.call, snippet=evidence.snippet)

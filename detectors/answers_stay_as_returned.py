@@ -27,16 +27,18 @@ def picks(calls):
 
 
 def unchanged(subject, calls, run, name):
-    first = [run(c, True) for c in calls]  # kept as returned
-    later = [run(c, False) for c in reversed(calls)]  # after each: larger, smaller, others
-    made = list(zip(calls, first)) + list(zip(reversed(calls), later))  # in the order made
-    for i, (call, answer) in enumerate(zip(calls, first)):
-        now = subject.reread(answer)
-        nxt = [a for c, a in made[i + 1:] if c is not call][:1]  # the reproduction's second
-        with subject.case(name(call), answer, *nxt, relation=KEPT):
-            expect.identical(answer.out, now.out, "out", ("returned", "later"))
-            if answer.weights is not None:
-                expect.identical(answer.weights, now.weights, "weights", ("returned", "later"))
+    first = subject.answers(calls, lambda c: run(c, True), name)  # kept as returned
+    calls = [c for c, _ in first]  # those answered
+    later = subject.answers(calls[::-1], lambda c: run(c, False), name)  # larger, smaller, …
+    made = first + later  # in the order made
+    for i, (call, answer) in enumerate(first):
+        with subject.trial(name(call)):
+            now = subject.reread(answer)
+            nxt = [a for c, a in made[i + 1:] if c is not call][:1]  # the reproduction's second
+            with subject.case(name(call), answer, *nxt, relation=KEPT):
+                expect.identical(answer.out, now.out, "out", ("returned", "later"))
+                if answer.weights is not None:
+                    expect.identical(answer.weights, now.weights, "weights", ("returned", "later"))
 
 
 def check(subject, battery):

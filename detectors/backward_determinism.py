@@ -35,13 +35,15 @@ def check(subject, battery):
     rng = np.random.default_rng(battery.seed)
     if subject.uses("attention"):
         for call in subject.cases(battery):
-            upstream = grid(rng, call.expected(subject.target.causal_alignment)[0].shape)
-            first = subject.attend(call, grad=upstream)
-            second = subject.attend(call, grad=upstream)
-            same_gradients(subject, call.name, first, second)
+            with subject.trial(call):
+                upstream = grid(rng, subject.expected(call)[0].shape)
+                first = subject.attend(call, grad=upstream)
+                second = subject.attend(call, grad=upstream)
+                same_gradients(subject, call.name, first, second)
     if subject.uses("self-attention"):
         for call in battery.self_attention:
-            upstream = grid(rng, call.expected()[0].shape)
-            first = subject.self_attend(call, grad=upstream)
-            second = subject.self_attend(call, grad=upstream)
-            same_gradients(subject, call.name, first, second)
+            with subject.trial(call):
+                upstream = grid(rng, subject.expected(call)[0].shape)
+                first = subject.self_attend(call, grad=upstream)
+                second = subject.self_attend(call, grad=upstream)
+                same_gradients(subject, call.name, first, second)

@@ -12,7 +12,6 @@ import numpy as np
 
 from detectors.kit import expect
 from detectors.kit.needs import ATTENTION, SELF_ATTENTION
-from detectors.kit.tolerance import allowance
 
 PROPERTY = "Attending to a batch gives, for each item, what attending to that item alone gives."
 CLAUSES = ("C3", "C4")
@@ -34,29 +33,31 @@ def check(subject, battery):
     keep_rank = subject.heads_axis  # SDPA shapes stay (N, ..., H, L, E)
     if subject.uses("attention"):
         for call in subject.cases(battery, lambda s: len(s.q) >= 3 and s.q[0] > 1):
-            whole, atol = subject.baseline(call)
-            rank = call.q.ndim
-            for b in range(call.q.shape[0]):
-                parts = {n: item(getattr(call, n), b, rank, keep_rank)
-                         for n in ("q", "k", "v", "mask", "bias")}
-                spec = replace(call.spec, q=parts["q"].shape, k=parts["k"].shape,
-                               v=parts["v"].shape)
-                alone = subject.attend(replace(call, spec=spec, **parts))
-                got = whole.out[b:b + 1] if keep_rank else whole.out[b]
-                with subject.case(call.name, whole, alone, relation=RELATION.format(b=b)):
-                    expect.agree(got, alone.out, atol, names=(f"f(batch)[{b}]", f"f(item {b})"))
+            with subject.trial(call):
+                whole, atol = subject.baseline(call)
+                rank = call.q.ndim
+                for b in range(call.q.shape[0]):
+                    parts = {n: item(getattr(call, n), b, rank, keep_rank)
+                             for n in ("q", "k", "v", "mask", "bias")}
+                    spec = replace(call.spec, q=parts["q"].shape, k=parts["k"].shape,
+                                   v=parts["v"].shape)
+                    alone = subject.attend(replace(call, spec=spec, **parts))
+                    got = whole.out[b:b + 1] if keep_rank else whole.out[b]
+                    with subject.case(call.name, whole, alone, relation=RELATION.format(b=b)):
+                        expect.agree(got, alone.out, atol, names=(f"f(batch)[{b}]", f"f(item {b})"))
     if subject.uses("self-attention"):
         for call in battery.self_attention:
-            if call.x.ndim < 3:
-                continue
-            whole = subject.self_attend(call)
-            out = call.expected()[0]
-            with subject.case(call.name, whole):
-                expect.same_shape(whole.out, out.shape)
-            atol = allowance(subject, call, out)
-            for b in range(call.x.shape[0]):
-                single = replace(call, x=np.ascontiguousarray(call.x[b]))
-                alone = subject.self_attend(single)
-                with subject.case(call.name, whole, alone, relation=RELATION.format(b=b)):
-                    expect.agree(whole.out[b], alone.out, atol,
-                                 names=(f"f(batch)[{b}]", f"f(item {b})"))
+            with subject.trial(call):
+                if call.x.ndim < 3:
+                    continue
+                whole = subject.self_attend(call)
+                out = subject.expected(call)[0]
+                with subject.case(call.name, whole):
+                    expect.same_shape(whole.out, out.shape)
+                atol = subject.allowance(call, out)
+                for b in range(call.x.shape[0]):
+                    single = replace(call, x=np.ascontiguousarray(call.x[b]))
+                    alone = subject.self_attend(single)
+                    with subject.case(call.name, whole, alone, relation=RELATION.format(b=b)):
+                        expect.agree(whole.out[b], alone.out, atol,
+                                     names=(f"f(batch)[{b}]", f"f(item {b})"))

@@ -27,14 +27,15 @@ def keys(row):
 def check(subject, battery):
     alignment = subject.target.causal_alignment
     for call in subject.cases(battery, lambda s: s.causal and "rectangular" in s.tags):
-        answer = subject.attend(call, weights=True)
-        keep = allowed(call, alignment)
-        relation = f"is_causal with L={call.q.shape[-2]}, S={call.k.shape[-2]}"
-        with subject.case(call.name, answer, relation=relation):
-            expect.same_shape(answer.weights, keep.shape, "weights")
-            sees = answer.weights != 0
-            wrong = np.argwhere((sees != keep).any(axis=-1))
-            if len(wrong):
-                index = tuple(wrong[0])
-                expect.fail(f"query row {index[-1]} to see keys {keys(keep[index])} ({alignment})",
-                            f"keys {keys(sees[index])}", index)
+        with subject.trial(call):
+            answer = subject.attend(call, weights=True)
+            keep = allowed(call, alignment)
+            relation = f"is_causal with L={call.q.shape[-2]}, S={call.k.shape[-2]}"
+            with subject.case(call.name, answer, relation=relation):
+                expect.same_shape(answer.weights, keep.shape, "weights")
+                sees = answer.weights != 0
+                wrong = np.argwhere((sees != keep).any(axis=-1))
+                if len(wrong):
+                    index = tuple(wrong[0])
+                    expect.fail(f"query row {index[-1]} to see keys {keys(keep[index])} ({alignment})",
+                                f"keys {keys(sees[index])}", index)

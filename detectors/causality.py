@@ -17,7 +17,6 @@ from detectors.kit import expect
 from detectors.kit.allowed import allowed
 from detectors.kit.needs import ATTENTION, SELF_ATTENTION
 from detectors.kit.positions import probed
-from detectors.kit.tolerance import allowance
 
 PROPERTY = "Changing token j (its embedding, or its key and value) changes no output row that may not see j."
 CLAUSES = ("C1", "C4", "S2")
@@ -30,31 +29,33 @@ NEEDS = {"self-attention": SELF_ATTENTION, "attention": ATTENTION}
 def check(subject, battery):
     if subject.uses("self-attention"):
         for call in battery.self_attention:
-            base = subject.self_attend(call)
-            with subject.case(call.name, base):
-                expect.same_shape(base.out, call.expected()[0].shape)
-            atol = allowance(subject, call, call.expected()[0])
-            T = call.x.shape[-2]
-            for j in probed(T, battery.seed, call.name, start=1):
-                before = (np.arange(T) < j)[:, None]  # (T, 1): the rows that may not see j
-                for how in ("bumped", "flooded"):
-                    x = call.x.copy()
-                    x[..., j, :] = x[..., j, :] + BUMP if how == "bumped" else x[..., j, :] * FLOOD
-                    moved = subject.self_attend(replace(call, x=x))
-                    relation = f"rows before token {j} must not change when token {j} is {how}"
-                    with subject.case(call.name, base, moved, relation=relation):
-                        expect.agree(np.where(before, base.out, 0.0),
-                                     np.where(before, moved.out, 0.0), atol,
-                                     names=("f(X)", f"f(X with token {j} {how})"))
+            with subject.trial(call):
+                base = subject.self_attend(call)
+                with subject.case(call.name, base):
+                    expect.same_shape(base.out, subject.expected(call)[0].shape)
+                atol = subject.allowance(call, subject.expected(call)[0])
+                T = call.x.shape[-2]
+                for j in probed(T, battery.seed, call.name, start=1):
+                    before = (np.arange(T) < j)[:, None]  # (T, 1): the rows that may not see j
+                    for how in ("bumped", "flooded"):
+                        x = call.x.copy()
+                        x[..., j, :] = x[..., j, :] + BUMP if how == "bumped" else x[..., j, :] * FLOOD
+                        moved = subject.self_attend(replace(call, x=x))
+                        relation = f"rows before token {j} must not change when token {j} is {how}"
+                        with subject.case(call.name, base, moved, relation=relation):
+                            expect.agree(np.where(before, base.out, 0.0),
+                                         np.where(before, moved.out, 0.0), atol,
+                                         names=("f(X)", f"f(X with token {j} {how})"))
     if subject.uses("attention"):
         for call in subject.cases(battery, lambda s: "causal" in s.tags):
-            keys_must_not_leak(subject, call, battery.seed)
+            with subject.trial(call):
+                keys_must_not_leak(subject, call, battery.seed)
 
 
 def keys_must_not_leak(subject, call, seed=0):
     alignment = subject.target.causal_alignment
     base = subject.attend(call)
-    atol = allowance(subject, call, call.expected(alignment)[0])
+    atol = subject.allowance(call, subject.expected(call)[0])
     keep = allowed(call, alignment)  # (..., L, S)
     with subject.case(call.name, base):
         expect.same_shape(base.out, keep.shape[:-1] + call.v.shape[-1:])

@@ -13,8 +13,7 @@ from detectors.kit import expect
 from detectors.kit.allowed import explicit
 from detectors.kit.draw import grid
 from detectors.kit.needs import ATTENTION, SELF_ATTENTION
-from detectors.kit.precision import effective
-from detectors.kit.tolerance import gradient_allowance, reference_subject
+from detectors.kit.tolerance import gradient_allowance
 
 PROPERTY = "Gradients of every input equal the reference's autograd gradients, and gradcheck passes in float64."
 # gradcheck's finite differences: meaningful only on float64 answers computed to float64 accuracy
@@ -66,35 +65,38 @@ def reference_grads(attend, call, upstream, precision):
 def gradcheck_refused(subject):
     """Why gradcheck cannot judge this run, or None."""
     why = subject.out_of_scope(GRADCHECK_DTYPE)
-    if why is None and effective(subject, GRADCHECK_DTYPE) != GRADCHECK_DTYPE:
+    if why is None and subject.judge.effective(GRADCHECK_DTYPE) != GRADCHECK_DTYPE:
         why = (f"gradcheck needs float64 accuracy, and float64 inputs are computed to "
-               f"{effective(subject, GRADCHECK_DTYPE)} accuracy (computes_at_input_precision)")
+               f"{subject.judge.effective(GRADCHECK_DTYPE)} accuracy (computes_at_input_precision)")
     return why
 
 
 def check(subject, battery):
-    reference = reference_subject(subject, "torch")
+    reference = subject.judge.reference("torch")
     rng = np.random.default_rng(battery.seed)
-    dtype, precision = subject.dtype, effective(subject, subject.dtype)
+    dtype, precision = subject.dtype, subject.judge.effective(subject.dtype)
     if subject.uses("attention"):
         for call in subject.cases(battery):
-            upstream = grid(rng, call.expected(subject.target.causal_alignment)[0].shape)
-            answer = subject.attend(call, dtype=dtype, grad=upstream)
-            same = explicit(call, subject.target.causal_alignment)  # the reference is top-left
-            want, low = reference_grads(reference.attend, same, upstream, precision)
-            compare(subject, answer, want, call.name, low, precision)
+            with subject.trial(call):
+                upstream = grid(rng, subject.expected(call)[0].shape)
+                answer = subject.attend(call, dtype=dtype, grad=upstream)
+                same = explicit(call, subject.target.causal_alignment)  # the reference is top-left
+                want, low = reference_grads(reference.attend, same, upstream, precision)
+                compare(subject, answer, want, call.name, low, precision)
         refused = gradcheck_refused(subject)
         for call in tiny_calls(subject, rng):
-            if refused:
-                subject.set_aside[call.name] = refused
-                continue
-            passed, complaint, answer = subject.gradcheck(call)
-            with subject.case(call.name, answer):
-                expect.holds(passed, "torch.autograd.gradcheck to pass",
-                             f"gradcheck failed: {complaint}")
+            with subject.trial(call):
+                if refused:
+                    subject.set_aside[call.name] = refused
+                    continue
+                passed, complaint, answer = subject.gradcheck(call)
+                with subject.case(call.name, answer):
+                    expect.holds(passed, "torch.autograd.gradcheck to pass",
+                                 f"gradcheck failed: {complaint}")
     if subject.uses("self-attention"):
         for call in battery.self_attention:
-            upstream = grid(rng, call.expected()[0].shape)
-            answer = subject.self_attend(call, dtype=dtype, grad=upstream)
-            want, low = reference_grads(reference.self_attend, call, upstream, precision)
-            compare(subject, answer, want, call.name, low, precision)
+            with subject.trial(call):
+                upstream = grid(rng, subject.expected(call)[0].shape)
+                answer = subject.self_attend(call, dtype=dtype, grad=upstream)
+                want, low = reference_grads(reference.self_attend, call, upstream, precision)
+                compare(subject, answer, want, call.name, low, precision)

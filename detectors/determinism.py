@@ -21,20 +21,22 @@ def check(subject, battery):
     if subject.uses("attention"):
         dropout = subject.uses("dropout_p=0")
         for call in subject.cases(battery):
-            weights = subject.weights_free
-            first = subject.attend(call, weights=weights)
-            second = subject.attend(call, weights=weights)
-            with subject.case(call.name, first, second, relation=TWICE):
-                expect.identical(first.out, second.out, names=NAMES)
-                if weights:
-                    expect.identical(first.weights, second.weights, "weights", NAMES)
-            if dropout:
-                zero = subject.attend(call, extra={"dropout_p": 0.0})
-                with subject.case(call.name, first, zero,
-                                  relation="dropout_p=0.0 passed explicitly should change nothing"):
-                    expect.identical(first.out, zero.out, names=("f(x)", "f(x, dropout_p=0.0)"))
+            with subject.trial(call):
+                weights = subject.weights_free
+                first = subject.attend(call, weights=weights)
+                second = subject.attend(call, weights=weights)
+                with subject.case(call.name, first, second, relation=TWICE):
+                    expect.identical(first.out, second.out, names=NAMES)
+                    if weights:
+                        expect.identical(first.weights, second.weights, "weights", NAMES)
+                if dropout:
+                    zero = subject.attend(call, extra={"dropout_p": 0.0})
+                    with subject.case(call.name, first, zero,
+                                      relation="dropout_p=0.0 passed explicitly should change nothing"):
+                        expect.identical(first.out, zero.out, names=("f(x)", "f(x, dropout_p=0.0)"))
     if subject.uses("self-attention"):
         for call in battery.self_attention:
-            first, second = subject.self_attend(call), subject.self_attend(call)
-            with subject.case(call.name, first, second, relation=TWICE):
-                expect.identical(first.out, second.out, names=NAMES)
+            with subject.trial(call):
+                first, second = subject.self_attend(call), subject.self_attend(call)
+                with subject.case(call.name, first, second, relation=TWICE):
+                    expect.identical(first.out, second.out, names=NAMES)

@@ -16,7 +16,6 @@ from detectors.kit.battery import Call
 from detectors.kit.draw import grid
 from detectors.kit.needs import ATTENTION
 from detectors.kit.specs import Spec
-from detectors.kit.tolerance import allowance
 
 PROPERTY = "With dropout_p = p each weight is 0 or w/(1−p), and about a share p of them is 0."
 CLAUSES = ("S5",)
@@ -33,26 +32,27 @@ def check(subject, battery):
     eye = np.broadcast_to(np.eye(24), (2, 4, 24, 24)).copy()  # V = I: out is the weights
     call = Call(Spec("dropout", q.shape, k.shape, eye.shape), q, k, eye, name="dropout")
     plain = subject.attend(call)
-    weights = call.expected()[1]
-    atol = allowance(subject, call, weights, what="weights")
+    weights = subject.expected(call)[1]
+    atol = subject.allowance(call, weights, what="weights")
     for p in RATES:
-        dropped = subject.attend(call, extra={"dropout_p": p}, seed=battery.seed)
-        with subject.case(call.name, dropped):
-            expect.same_shape(dropped.out, weights.shape)
-        kept = np.abs(dropped.out - plain.out / (1 - p)) <= atol / (1 - p)
-        zero = dropped.out == 0
-        bad = ~(kept | zero)
-        with subject.case(f"dropout_p={p}", plain, dropped,
-                          relation="with V = I the output is the dropped weights"):
-            if bad.any():
-                index = expect.first(bad)
-                expect.fail(f"{expect.at('out', index)} = 0 or "
-                            f"{expect.fmt(plain.out[index] / (1 - p))} (w / (1 - {p}))",
-                            expect.fmt(dropped.out[index]), index)
-        n = plain.out.size
-        share = zero.mean()
-        band = SIGMAS * math.sqrt(p * (1 - p) / n)
-        with subject.case(f"dropout_p={p}", plain, dropped,
-                          relation=f"{expect.plural(n, 'weight')} with dropout_p={p}"):
-            expect.holds(abs(share - p) <= band, f"a share of zeros within {p} ± {band:.3f}",
-                         f"{share:.3f}")
+        with subject.trial(f"dropout_p={p}"):
+            dropped = subject.attend(call, extra={"dropout_p": p}, seed=battery.seed)
+            with subject.case(call.name, dropped):
+                expect.same_shape(dropped.out, weights.shape)
+            kept = np.abs(dropped.out - plain.out / (1 - p)) <= atol / (1 - p)
+            zero = dropped.out == 0
+            bad = ~(kept | zero)
+            with subject.case(f"dropout_p={p}", plain, dropped,
+                              relation="with V = I the output is the dropped weights"):
+                if bad.any():
+                    index = expect.first(bad)
+                    expect.fail(f"{expect.at('out', index)} = 0 or "
+                                f"{expect.fmt(plain.out[index] / (1 - p))} (w / (1 - {p}))",
+                                expect.fmt(dropped.out[index]), index)
+            n = plain.out.size
+            share = zero.mean()
+            band = SIGMAS * math.sqrt(p * (1 - p) / n)
+            with subject.case(f"dropout_p={p}", plain, dropped,
+                              relation=f"{expect.plural(n, 'weight')} with dropout_p={p}"):
+                expect.holds(abs(share - p) <= band, f"a share of zeros within {p} ± {band:.3f}",
+                             f"{share:.3f}")

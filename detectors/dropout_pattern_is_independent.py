@@ -81,9 +81,10 @@ def check(subject, battery):
         expect.holds(bool((plain.out > 0).all()), "every weight > 0 without dropout",
                      "a zero weight")
     for p in RATES:
-        dropped = subject.attend(call, extra={"dropout_p": p}, seed=battery.seed)
-        with subject.case(f"dropout_p={p}", plain, dropped,
-                          relation=f"with V = I the output is the dropped weights ({p=})"):
-            expect.same_shape(dropped.out, SHAPE)
-            for expected, got in findings(dropped.out != 0, p)[:1]:
-                expect.fail(expected, got)
+        with subject.trial(f"dropout_p={p}"):
+            dropped = subject.attend(call, extra={"dropout_p": p}, seed=battery.seed)
+            with subject.case(f"dropout_p={p}", plain, dropped,
+                              relation=f"with V = I the output is the dropped weights ({p=})"):
+                expect.same_shape(dropped.out, SHAPE)
+                for expected, got in findings(dropped.out != 0, p)[:1]:
+                    expect.fail(expected, got)

@@ -35,15 +35,20 @@ def returns(subject, answer, dtype, what, case):
 
 def check(subject, battery):
     if subject.uses("causal_mask"):
-        returns(subject, subject.causal_mask(4), "bool", "mask", "causal_mask(4)")
+        with subject.trial("causal_mask(4)"):
+            returns(subject, subject.causal_mask(4), "bool", "mask", "causal_mask(4)")
     attention = subject.cases(battery)[:3]
     for dtype in dtypes(subject):
         if subject.uses("softmax"):
             call = battery.softmax[-1]
-            returns(subject, subject.softmax(call.x, dtype=dtype), dtype, "softmax", call.name)
+            with subject.trial(f"{call.name} at {dtype}"):
+                returns(subject, subject.softmax(call.x, dtype=dtype), dtype, "softmax",
+                        call.name)
         if subject.uses("attention"):
             for call in attention:
-                returns(subject, subject.attend(call, dtype=dtype), dtype, "out", call.name)
+                with subject.trial(call):
+                    returns(subject, subject.attend(call, dtype=dtype), dtype, "out", call.name)
         if subject.uses("self-attention"):
             call = battery.self_attention[0]
-            returns(subject, subject.self_attend(call, dtype=dtype), dtype, "out", call.name)
+            with subject.trial(call):
+                returns(subject, subject.self_attend(call, dtype=dtype), dtype, "out", call.name)

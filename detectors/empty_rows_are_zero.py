@@ -11,7 +11,6 @@ import numpy as np
 from detectors.kit import expect
 from detectors.kit.allowed import empty_rows
 from detectors.kit.needs import ATTENTION
-from detectors.kit.tolerance import allowance
 
 PROPERTY = "Rows with no allowed key give all-zero weights and an all-zero output row; no NaN or inf anywhere."
 CLAUSES = ("C5",)
@@ -32,17 +31,18 @@ def check(subject, battery):
     with_empty = [c for c in calls if empty_rows(c, alignment).any()]
     masked = [c for c in calls if (c.mask is not None or c.bias is not None) and not c.causal]
     for call in with_empty + [fully_masked(c) for c in masked[:2]]:
-        answer = subject.attend(call, weights=True)
-        empty = empty_rows(call, alignment)  # (..., L)
-        out, weights = call.expected(alignment)
-        with subject.case(call.name, answer):
-            expect.finite(answer.out, "out")
-            expect.finite(answer.weights, "weights")
-            expect.same_shape(answer.out, out.shape, "out")
-            expect.same_shape(answer.weights, weights.shape, "weights")
-        rows = empty[..., None]
-        with subject.case(call.name, answer, relation="rows with no allowed key must be all zero"):
-            expect.close(np.where(rows, answer.weights, 0.0), np.zeros_like(weights),
-                         allowance(subject, call, weights, what="weights"), "weights")
-            expect.close(np.where(rows, answer.out, 0.0), np.zeros_like(out),
-                         allowance(subject, call, out), "out")
+        with subject.trial(call):
+            answer = subject.attend(call, weights=True)
+            empty = empty_rows(call, alignment)  # (..., L)
+            out, weights = subject.expected(call)
+            with subject.case(call.name, answer):
+                expect.finite(answer.out, "out")
+                expect.finite(answer.weights, "weights")
+                expect.same_shape(answer.out, out.shape, "out")
+                expect.same_shape(answer.weights, weights.shape, "weights")
+            rows = empty[..., None]
+            with subject.case(call.name, answer, relation="rows with no allowed key must be all zero"):
+                expect.close(np.where(rows, answer.weights, 0.0), np.zeros_like(weights),
+                             subject.allowance(call, weights, what="weights"), "weights")
+                expect.close(np.where(rows, answer.out, 0.0), np.zeros_like(out),
+                             subject.allowance(call, out), "out")

@@ -10,7 +10,6 @@ import numpy as np
 
 from detectors.kit import expect
 from detectors.kit.needs import ATTENTION
-from detectors.kit.tolerance import allowance
 from reference import loop_oracle
 
 PROPERTY = "Under enable_gqa, query head h reads key/value head h // (H_q / H_kv), as the loop oracle does."
@@ -23,25 +22,26 @@ NEEDS = ATTENTION.but(contracts=("sdpa",), keywords=("enable_gqa",),
 def check(subject, battery):
     alignment = subject.target.causal_alignment
     for call in subject.cases(battery, lambda s: s.gqa):
-        answer = subject.attend(call)
-        out = call.expected(alignment)[0]
-        with subject.case(call.name, answer):
-            expect.same_shape(answer.out, out.shape)
-        atol = allowance(subject, call, out)
-        H, H_kv = call.q.shape[-3], call.k.shape[-3]
-        g = H // H_kv
-        for h in range(H):
-            got, want = answer.out[..., h, :, :], out[..., h, :, :]
-            if np.all(np.abs(got - want) <= atol):
-                continue
-            used = [j for j in range(H_kv) if j != h // g and
-                    np.all(np.abs(got - head_with(call, h, j, alignment)) <= atol)]
-            actual = f"output matching key/value head {used[0]}" if used else \
-                "output matching no key/value head"
-            with subject.case(call.name, answer,
-                              relation="enable_gqa: kv head j serves heads j*g .. j*g+g-1"):
-                expect.fail(f"query head {h} to read key/value head {h // g} (g = {g})", actual,
-                            (h,))
+        with subject.trial(call):
+            answer = subject.attend(call)
+            out = subject.expected(call)[0]
+            with subject.case(call.name, answer):
+                expect.same_shape(answer.out, out.shape)
+            atol = subject.allowance(call, out)
+            H, H_kv = call.q.shape[-3], call.k.shape[-3]
+            g = H // H_kv
+            for h in range(H):
+                got, want = answer.out[..., h, :, :], out[..., h, :, :]
+                if np.all(np.abs(got - want) <= atol):
+                    continue
+                used = [j for j in range(H_kv) if j != h // g and
+                        np.all(np.abs(got - head_with(call, h, j, alignment)) <= atol)]
+                actual = f"output matching key/value head {used[0]}" if used else \
+                    "output matching no key/value head"
+                with subject.case(call.name, answer,
+                                  relation="enable_gqa: kv head j serves heads j*g .. j*g+g-1"):
+                    expect.fail(f"query head {h} to read key/value head {h // g} (g = {g})", actual,
+                                (h,))
 
 
 def head_with(call, h, j, alignment):

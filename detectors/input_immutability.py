@@ -24,10 +24,13 @@ def unchanged(subject, answer, case):
 def check(subject, battery):
     if subject.uses("softmax"):
         for call in battery.softmax:
-            unchanged(subject, subject.softmax(call.x, inputs=True), call.name)
+            with subject.trial(call):
+                unchanged(subject, subject.softmax(call.x, inputs=True), call.name)
     if subject.uses("attention"):
         for call in subject.cases(battery):
-            unchanged(subject, subject.attend(call, inputs=True), call.name)
+            with subject.trial(call):
+                unchanged(subject, subject.attend(call, inputs=True), call.name)
     if subject.uses("self-attention"):
         for call in battery.self_attention:
-            unchanged(subject, subject.self_attend(call, inputs=True), call.name)
+            with subject.trial(call):
+                unchanged(subject, subject.self_attend(call, inputs=True), call.name)

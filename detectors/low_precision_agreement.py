@@ -9,7 +9,6 @@ tests do). Casting to half "for speed", a fill value that overflows (âˆ’1e9 is â
 
 from detectors.kit import expect
 from detectors.kit.needs import ATTENTION, SELF_ATTENTION, SOFTMAX
-from detectors.kit.tolerance import strict_allowance as allowance
 from detectors.kit.verdict import NotApplicable
 
 PROPERTY = "At float32/float16/bfloat16 the error against float64 attention is at most a small multiple of the reference's own."
@@ -33,28 +32,30 @@ def precisions(subject):
 
 
 def check(subject, battery):
-    alignment = subject.target.causal_alignment
     for dtype in precisions(subject):
         if subject.uses("softmax"):
             for call in battery.softmax:
-                answer = subject.softmax(call.x, dtype=dtype)
-                want = call.expected()
-                with subject.case(f"{call.name} at {dtype}", answer):
-                    expect.close(answer.out, want, allowance(subject, call, want, dtype),
-                                 "softmax")
+                with subject.trial(call):
+                    answer = subject.softmax(call.x, dtype=dtype)
+                    want = subject.expected(call)
+                    with subject.case(f"{call.name} at {dtype}", answer):
+                        expect.close(answer.out, want, subject.strict_allowance(call, want, dtype),
+                                     "softmax")
         if subject.uses("attention"):
             for call in subject.cases(battery):
-                answer = subject.attend(call, weights=subject.weights_free, dtype=dtype)
-                out, weights = call.expected(alignment)
-                with subject.case(f"{call.name} at {dtype}", answer):
-                    expect.close(answer.out, out, allowance(subject, call, out, dtype))
-                    if subject.weights_free:
-                        expect.close(answer.weights, weights,
-                                     allowance(subject, call, weights, dtype, "weights"),
-                                     "weights")
+                with subject.trial(call):
+                    answer = subject.attend(call, weights=subject.weights_free, dtype=dtype)
+                    out, weights = subject.expected(call)
+                    with subject.case(f"{call.name} at {dtype}", answer):
+                        expect.close(answer.out, out, subject.strict_allowance(call, out, dtype))
+                        if subject.weights_free:
+                            expect.close(answer.weights, weights,
+                                         subject.strict_allowance(call, weights, dtype, "weights"),
+                                         "weights")
         if subject.uses("self-attention"):
             for call in battery.self_attention:
-                answer = subject.self_attend(call, dtype=dtype)
-                out = call.expected()[0]
-                with subject.case(f"{call.name} at {dtype}", answer):
-                    expect.close(answer.out, out, allowance(subject, call, out, dtype))
+                with subject.trial(call):
+                    answer = subject.self_attend(call, dtype=dtype)
+                    out = subject.expected(call)[0]
+                    with subject.case(f"{call.name} at {dtype}", answer):
+                        expect.close(answer.out, out, subject.strict_allowance(call, out, dtype))

@@ -37,8 +37,7 @@ from detectors.kit.allowed import explicit
 from detectors.kit.cases import Cases
 from detectors.kit.draw import grid
 from detectors.kit.needs import ATTENTION
-from detectors.kit.precision import effective
-from detectors.kit.tolerance import EPS, gradient_allowance, reference_subject, scale
+from detectors.kit.tolerance import EPS, gradient_allowance, scale
 from detectors.kit.verdict import ImplementationFailure, NotApplicable, Unsupported
 from reference.exact import softmax as exact_softmax
 
@@ -141,7 +140,7 @@ def wrong_already(subject, reference, call, same, upstream, exact):
         grads = subject.attend(call, dtype="float64", grad=upstream).grads or {}
     except (ImplementationFailure, Unsupported):
         return set()  # what float64 does is the other detectors' finding
-    precision = effective(subject, "float64")
+    precision = subject.judge.effective("float64")
     low = None if precision == "float64" else reference.attend(
         same, dtype=precision, grad=upstream).grads
     return {name for name, want in exact.items()
@@ -166,7 +165,7 @@ def tolerance(unit, exact, dtype):
 
 
 def check(subject, battery):
-    reference = reference_subject(subject, "torch")
+    reference = subject.judge.reference("torch")
     alignment = subject.target.causal_alignment
     rng = np.random.default_rng(battery.seed)
     calls = subject.cases(battery)
@@ -174,18 +173,19 @@ def check(subject, battery):
         raise NotApplicable("no case of realistic size (keys past 64 or head dims of 64): "
                             "run it at --depth standard or deep")
     for call in Cases(subject, realistic(calls)):
-        upstream = grid(rng, call.expected(alignment)[0].shape)
-        same = explicit(call, alignment)  # the reference is top-left
-        exact = reference.attend(same, dtype="float64", grad=upstream).grads
-        wrong = wrong_already(subject, reference, call, same, upstream, exact)
-        for dtype in PRECISIONS:
-            answer = subject.attend(call, dtype=dtype, grad=upstream)
-            for name, unit in units(reference, same, upstream, exact, dtype).items():
-                got = (answer.grads or {}).get(name)
-                if got is None or name in wrong:
-                    continue  # a missing or wrong gradient is correct_gradients' finding
-                atol = tolerance(unit, exact[name], dtype)
-                with subject.case(f"{call.name} at {dtype}", answer,
-                                  relation=f"gradient of sum(out * G) at {dtype}, within "
-                                           f"{MULTIPLE}x the reference's error at {dtype}"):
-                    expect.close(got, exact[name], atol, f"d{name}")
+        with subject.trial(call):
+            upstream = grid(rng, subject.expected(call)[0].shape)
+            same = explicit(call, alignment)  # the reference is top-left
+            exact = reference.attend(same, dtype="float64", grad=upstream).grads
+            wrong = wrong_already(subject, reference, call, same, upstream, exact)
+            for dtype in PRECISIONS:
+                answer = subject.attend(call, dtype=dtype, grad=upstream)
+                for name, unit in units(reference, same, upstream, exact, dtype).items():
+                    got = (answer.grads or {}).get(name)
+                    if got is None or name in wrong:
+                        continue  # a missing or wrong gradient is correct_gradients' finding
+                    atol = tolerance(unit, exact[name], dtype)
+                    with subject.case(f"{call.name} at {dtype}", answer,
+                                      relation=f"gradient of sum(out * G) at {dtype}, within "
+                                               f"{MULTIPLE}x the reference's error at {dtype}"):
+                        expect.close(got, exact[name], atol, f"d{name}")

@@ -38,16 +38,17 @@ def check(subject, battery):
     cases += [last_key_forbidden(c) for c in masked if not c.causal and
               (c.mask if c.mask is not None else c.bias).shape[-1] == c.k.shape[-2]]
     for call in cases:
-        dead = dead_keys(call, alignment)  # (..., S) shaped like K's leading dims
-        if not dead.any():
-            continue
-        base, atol = subject.baseline(call)
-        k, v = call.k.copy(), call.v.copy()
-        signs = np.where(np.arange(k.shape[-1]) % 2 == 0, 1.0, -1.0)  # some scores up, some down
-        k[dead] = POISON[subject.dtype] * signs
-        v[dead] = VALUE_POISON[subject.dtype]
-        poisoned = subject.attend(call.with_(k=k, v=v))
-        with subject.case(call.name, base, poisoned,
-                          relation="keys and values no query may see were set to huge values"):
-            expect.agree(base.out, poisoned.out, atol,
-                         names=("f(x)", "f(x, forbidden keys poisoned)"))
+        with subject.trial(call):
+            dead = dead_keys(call, alignment)  # (..., S) shaped like K's leading dims
+            if not dead.any():
+                continue
+            base, atol = subject.baseline(call)
+            k, v = call.k.copy(), call.v.copy()
+            signs = np.where(np.arange(k.shape[-1]) % 2 == 0, 1.0, -1.0)  # some scores up, some down
+            k[dead] = POISON[subject.dtype] * signs
+            v[dead] = VALUE_POISON[subject.dtype]
+            poisoned = subject.attend(call.with_(k=k, v=v))
+            with subject.case(call.name, base, poisoned,
+                              relation="keys and values no query may see were set to huge values"):
+                expect.agree(base.out, poisoned.out, atol,
+                             names=("f(x)", "f(x, forbidden keys poisoned)"))

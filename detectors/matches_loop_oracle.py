@@ -8,7 +8,6 @@ message: it says *that* the numbers differ, and the other detectors say *why*.
 
 from detectors.kit import expect
 from detectors.kit.needs import ATTENTION, CAUSAL_MASK, SELF_ATTENTION, SOFTMAX
-from detectors.kit.tolerance import allowance
 from reference import loop_oracle
 
 PROPERTY = "Every function of the contract agrees with the plain-loop oracle on the whole battery."
@@ -21,30 +20,33 @@ NEEDS = {"causal_mask": CAUSAL_MASK, "softmax": SOFTMAX, "attention": ATTENTION,
 def matches(subject, answer, case, out, weights, call):
     """out (and weights, when the answer has them) against the oracle's."""
     with subject.case(case, answer):
-        expect.close(answer.out, out, allowance(subject, call, out))
+        expect.close(answer.out, out, subject.allowance(call, out))
         if answer.weights is not None:
-            expect.close(answer.weights, weights, allowance(subject, call, weights, what="weights"),
+            expect.close(answer.weights, weights, subject.allowance(call, weights, what="weights"),
                          "weights")
 
 
 def check(subject, battery):
-    alignment = subject.target.causal_alignment
     if subject.uses("causal_mask"):
         for T in (1, 2, 3, 6):
-            answer = subject.causal_mask(T)
-            with subject.case(f"causal_mask({T})", answer):
-                expect.equal(answer.out, loop_oracle.causal_mask(T), "mask")
+            with subject.trial(f"causal_mask({T})"):
+                answer = subject.causal_mask(T)
+                with subject.case(f"causal_mask({T})", answer):
+                    expect.equal(answer.out, loop_oracle.causal_mask(T), "mask")
     if subject.uses("softmax"):
         for call in battery.softmax:
-            answer = subject.softmax(call.x)
-            want = call.expected()
-            with subject.case(call.name, answer):
-                expect.close(answer.out, want, allowance(subject, call, want), "softmax")
+            with subject.trial(call):
+                answer = subject.softmax(call.x)
+                want = subject.expected(call)
+                with subject.case(call.name, answer):
+                    expect.close(answer.out, want, subject.allowance(call, want), "softmax")
     if subject.uses("attention"):
         for call in subject.cases(battery):
-            answer = subject.attend(call, weights=subject.weights_free)
-            matches(subject, answer, call.name, *call.expected(alignment), call)
+            with subject.trial(call):
+                answer = subject.attend(call, weights=subject.weights_free)
+                matches(subject, answer, call.name, *subject.expected(call), call)
     if subject.uses("self-attention"):
         for call in battery.self_attention:
-            answer = subject.self_attend(call, weights=subject.weights_free)
-            matches(subject, answer, call.name, *call.expected(), call)
+            with subject.trial(call):
+                answer = subject.self_attend(call, weights=subject.weights_free)
+                matches(subject, answer, call.name, *subject.expected(call), call)

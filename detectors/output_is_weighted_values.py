@@ -8,7 +8,6 @@ weight matrix, values that were masked or scaled on the side.
 
 from detectors.kit import expect
 from detectors.kit.needs import ATTENTION
-from detectors.kit.tolerance import allowance
 
 PROPERTY = "The output equals the returned weights times V (for output-only kernels: f(V) = f(I) @ V)."
 CLAUSES = ("C3",)
@@ -18,10 +17,11 @@ NEEDS = ATTENTION
 
 def check(subject, battery):
     for call in subject.cases(battery):
-        answer = subject.attend(call, weights=True)
-        out, weights = call.expected(subject.target.causal_alignment)
-        with subject.case(call.name, answer, relation="out should equal weights @ V"):
-            expect.same_shape(answer.weights, weights.shape, "weights")
-            recombined = answer.weights @ call.v_per_query_head()  # (..., L, S) @ (..., S, Ev)
-            expect.agree(recombined, answer.out, allowance(subject, call, out),
-                         names=("(weights @ V)", "out"))
+        with subject.trial(call):
+            answer = subject.attend(call, weights=True)
+            out, weights = subject.expected(call)
+            with subject.case(call.name, answer, relation="out should equal weights @ V"):
+                expect.same_shape(answer.weights, weights.shape, "weights")
+                recombined = answer.weights @ call.v_per_query_head()  # (..., L, S) @ (..., S, Ev)
+                expect.agree(recombined, answer.out, subject.allowance(call, out),
+                             names=("(weights @ V)", "out"))

@@ -32,20 +32,21 @@ def derangement(n, rng):
 def check(subject, battery):
     rng = np.random.default_rng(battery.seed)
     for call in subject.cases(battery, lambda s: not s.causal):
-        base, atol = subject.baseline(call)
-        L, S = call.q.shape[-2], call.k.shape[-2]
-        rows = derangement(L, rng)
-        moved = subject.attend(call.with_(
-            q=np.take(call.q, rows, axis=-2), mask=permuted(call.mask, rows, -2, L),
-            bias=permuted(call.bias, rows, -2, L)))
-        relation = f"permuting queries by {rows.tolist()} should permute rows"
-        with subject.case(call.name, base, moved, relation=relation):
-            expect.agree(np.take(base.out, rows, axis=-2), moved.out, atol,
-                         names=("f(x)[P]", "f(x[P])"))
-        cols = derangement(S, rng)
-        moved = subject.attend(call.with_(
-            k=np.take(call.k, cols, axis=-2), v=np.take(call.v, cols, axis=-2),
-            mask=permuted(call.mask, cols, -1, S), bias=permuted(call.bias, cols, -1, S)))
-        relation = f"permuting keys and values by {cols.tolist()} should change nothing"
-        with subject.case(call.name, base, moved, relation=relation):
-            expect.agree(base.out, moved.out, atol, names=("f(x)", "f(x, keys permuted)"))
+        with subject.trial(call):
+            base, atol = subject.baseline(call)
+            L, S = call.q.shape[-2], call.k.shape[-2]
+            rows = derangement(L, rng)
+            moved = subject.attend(call.with_(
+                q=np.take(call.q, rows, axis=-2), mask=permuted(call.mask, rows, -2, L),
+                bias=permuted(call.bias, rows, -2, L)))
+            relation = f"permuting queries by {rows.tolist()} should permute rows"
+            with subject.case(call.name, base, moved, relation=relation):
+                expect.agree(np.take(base.out, rows, axis=-2), moved.out, atol,
+                             names=("f(x)[P]", "f(x[P])"))
+            cols = derangement(S, rng)
+            moved = subject.attend(call.with_(
+                k=np.take(call.k, cols, axis=-2), v=np.take(call.v, cols, axis=-2),
+                mask=permuted(call.mask, cols, -1, S), bias=permuted(call.bias, cols, -1, S)))
+            relation = f"permuting keys and values by {cols.tolist()} should change nothing"
+            with subject.case(call.name, base, moved, relation=relation):
+                expect.agree(base.out, moved.out, atol, names=("f(x)", "f(x, keys permuted)"))

@@ -18,7 +18,6 @@ from detectors.kit.needs import ATTENTION, SELF_ATTENTION
 from detectors.kit.positions import probed
 from detectors.kit.sdpa_request import projected
 from detectors.kit.specs import Spec
-from detectors.kit.tolerance import allowance
 
 PROPERTY = "Row t of causal self-attention equals the prefix run on tokens 0..t and the one-query decode step t."
 CLAUSES = ("C4", "S2")
@@ -44,35 +43,36 @@ def decode_step(call, t, heads):
 def check(subject, battery):
     bottom_right = subject.uses("chunk") and subject.target.causal_alignment == "bottom-right"
     for call in battery.self_attention:
-        full = subject.self_attend(call)
-        out = call.expected()[0]
-        with subject.case(call.name, full):
-            expect.same_shape(full.out, out.shape)
-        atol = allowance(subject, call, out)
-        T = call.x.shape[-2]
-        for t in probed(T, battery.seed, call.name, start=1):
-            prefix = subject.self_attend(replace(call, x=call.x[..., :t, :].copy(),
-                                                 name=f"{call.name} prefix {t}"))
-            relation = (f"the prefix of {plural(t, 'token')} should reproduce the first "
-                        + ("row" if t == 1 else f"{t} rows"))
-            with subject.case(call.name, full, prefix, relation=relation):
-                expect.agree(full.out[..., :t, :], prefix.out, atol,
-                             names=(f"f(X)[..., :{t}, :]", f"f(X[..., :{t}, :])"))
-        if subject.uses("decode"):
-            for t in probed(T, battery.seed, call.name):
-                decode = decode_step(call, t, subject.heads_axis)
-                step = subject.attend(decode)
-                want = full.out[..., t:t + 1, :]
-                got = step.out.reshape(want.shape) if step.out.size == want.size else step.out
-                # two functions, each within its own allowance of the exact row: the step is
-                # an attention call, judged at the precision attention was measured to have
-                both = atol + allowance(subject, decode, out[..., t:t + 1, :])
-                with subject.case(call.name, full, step, relation=f"decoding token {t} against "
-                                  f"the cached keys should give row {t}"):
-                    expect.agree(want, got, both,
-                                 names=(f"f(X)[..., {t}:{t + 1}, :]", f"decode step {t}"))
-        if bottom_right:
-            chunk_prefill(subject, call, full, atol)
+        with subject.trial(call):
+            full = subject.self_attend(call)
+            out = subject.expected(call)[0]
+            with subject.case(call.name, full):
+                expect.same_shape(full.out, out.shape)
+            atol = subject.allowance(call, out)
+            T = call.x.shape[-2]
+            for t in probed(T, battery.seed, call.name, start=1):
+                prefix = subject.self_attend(replace(call, x=call.x[..., :t, :].copy(),
+                                                     name=f"{call.name} prefix {t}"))
+                relation = (f"the prefix of {plural(t, 'token')} should reproduce the first "
+                            + ("row" if t == 1 else f"{t} rows"))
+                with subject.case(call.name, full, prefix, relation=relation):
+                    expect.agree(full.out[..., :t, :], prefix.out, atol,
+                                 names=(f"f(X)[..., :{t}, :]", f"f(X[..., :{t}, :])"))
+            if subject.uses("decode"):
+                for t in probed(T, battery.seed, call.name):
+                    decode = decode_step(call, t, subject.heads_axis)
+                    step = subject.attend(decode)
+                    want = full.out[..., t:t + 1, :]
+                    got = step.out.reshape(want.shape) if step.out.size == want.size else step.out
+                    # two functions, each within its own allowance of the exact row: the step is
+                    # an attention call, judged at the precision attention was measured to have
+                    both = atol + subject.allowance(decode, out[..., t:t + 1, :])
+                    with subject.case(call.name, full, step, relation=f"decoding token {t} against "
+                                      f"the cached keys should give row {t}"):
+                        expect.agree(want, got, both,
+                                     names=(f"f(X)[..., {t}:{t + 1}, :]", f"decode step {t}"))
+            if bottom_right:
+                chunk_prefill(subject, call, full, atol)
 
 
 def chunk_prefill(subject, call, full, atol):

@@ -19,14 +19,15 @@ NEEDS = ATTENTION
 
 def check(subject, battery):
     for call in subject.cases(battery, lambda s: s.q[-2] >= 2):
-        L = call.q.shape[-2]
-        base, atol = subject.baseline(call)
-        for i in sorted({0, L // 2, L - 1}):
-            q = call.q.copy()
-            q[..., i, :] += BUMP
-            moved = subject.attend(call.with_(q=q))
-            others = (np.arange(L) != i)[:, None]  # (L, 1)
-            relation = f"changing query {i} should leave every other row unchanged"
-            with subject.case(call.name, base, moved, relation=relation):
-                expect.agree(np.where(others, base.out, 0.0), np.where(others, moved.out, 0.0),
-                             atol, names=("f(x)", f"f(x with query {i} changed)"))
+        with subject.trial(call):
+            L = call.q.shape[-2]
+            base, atol = subject.baseline(call)
+            for i in sorted({0, L // 2, L - 1}):
+                q = call.q.copy()
+                q[..., i, :] += BUMP
+                moved = subject.attend(call.with_(q=q))
+                others = (np.arange(L) != i)[:, None]  # (L, 1)
+                relation = f"changing query {i} should leave every other row unchanged"
+                with subject.case(call.name, base, moved, relation=relation):
+                    expect.agree(np.where(others, base.out, 0.0), np.where(others, moved.out, 0.0),
+                                 atol, names=("f(x)", f"f(x with query {i} changed)"))

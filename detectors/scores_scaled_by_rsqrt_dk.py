@@ -14,7 +14,6 @@ import numpy as np
 
 from detectors.kit import expect
 from detectors.kit.needs import ATTENTION
-from detectors.kit.tolerance import allowance
 
 PROPERTY = "Scores scale with 1/√d_k of the key width only (zero-padding d_k, widening V), and scale=s equals Q·s·√E."
 CLAUSES = ("C3", "S3")
@@ -44,33 +43,34 @@ def widened(call, extra, rng):
 
 def check(subject, battery):
     rng = np.random.default_rng(battery.seed)
-    alignment = subject.target.causal_alignment
     if subject.uses("widths"):
         for call in subject.cases(battery, lambda s: s.scale is None):
-            base, atol = subject.baseline(call)
-            wider = padded(call, PAD)
-            moved = subject.attend(wider)
-            relation = f"zero-padding d_k by {PAD} and rescaling Q should change nothing"
-            with subject.case(wider.name, base, moved, relation=relation):
-                expect.agree(base.out, moved.out, atol,
-                             names=("f(x)", f"f(x, d_k padded by {PAD})"))
-            wide_v = widened(call, PAD + 1, rng)
-            moved = subject.attend(wide_v)
-            Ev = call.v.shape[-1]
-            with subject.case(wide_v.name, base, moved, relation="extra value columns should "
-                              "leave the original output columns unchanged"):
-                expect.agree(base.out, moved.out[..., :Ev], atol,
-                             names=("f(V)", f"f([V, W])[..., :{Ev}]"))
+            with subject.trial(call):
+                base, atol = subject.baseline(call)
+                wider = padded(call, PAD)
+                moved = subject.attend(wider)
+                relation = f"zero-padding d_k by {PAD} and rescaling Q should change nothing"
+                with subject.case(wider.name, base, moved, relation=relation):
+                    expect.agree(base.out, moved.out, atol,
+                                 names=("f(x)", f"f(x, d_k padded by {PAD})"))
+                wide_v = widened(call, PAD + 1, rng)
+                moved = subject.attend(wide_v)
+                Ev = call.v.shape[-1]
+                with subject.case(wide_v.name, base, moved, relation="extra value columns should "
+                                  "leave the original output columns unchanged"):
+                    expect.agree(base.out, moved.out[..., :Ev], atol,
+                                 names=("f(V)", f"f([V, W])[..., :{Ev}]"))
     if not subject.uses("scale"):
         return
     for call in subject.cases(battery, lambda s: s.scale is not None):
-        given = subject.attend(call)
-        E = call.q.shape[-1]
-        as_query = replace(call, spec=replace(call.spec, scale=None),
-                           q=call.q * call.scale * math.sqrt(E), name=f"{call.name} as Q·s·√E")
-        folded = subject.attend(as_query)
-        atol = allowance(subject, call, call.expected(alignment)[0])
-        relation = f"scale={call.scale} should equal multiplying Q by scale·√E"
-        with subject.case(call.name, given, folded, relation=relation):
-            expect.agree(folded.out, given.out, atol,
-                         names=("f(Q·s·√E)", f"f(Q, scale={call.scale})"))
+        with subject.trial(call):
+            given = subject.attend(call)
+            E = call.q.shape[-1]
+            as_query = replace(call, spec=replace(call.spec, scale=None),
+                               q=call.q * call.scale * math.sqrt(E), name=f"{call.name} as Q·s·√E")
+            folded = subject.attend(as_query)
+            atol = subject.allowance(call, subject.expected(call)[0])
+            relation = f"scale={call.scale} should equal multiplying Q by scale·√E"
+            with subject.case(call.name, given, folded, relation=relation):
+                expect.agree(folded.out, given.out, atol,
+                             names=("f(Q·s·√E)", f"f(Q, scale={call.scale})"))

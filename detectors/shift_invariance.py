@@ -17,7 +17,6 @@ import numpy as np
 from detectors.kit import expect
 from detectors.kit.battery import SoftmaxCall
 from detectors.kit.needs import ATTENTION, SELF_ATTENTION, SOFTMAX
-from detectors.kit.tolerance import allowance
 
 PROPERTY = "Adding a constant to every score of a row (±1000 at float64, alternating by row, beyond exp's range) changes nothing."
 CLAUSES = ("C2", "C3")
@@ -72,27 +71,27 @@ def shifted_self_call(call, shift):
 
 def parts(subject, battery):
     """(calls, how to make one, how to shift its scores, its exact output, names) per part."""
-    alignment = subject.target.causal_alignment
     if subject.uses("softmax"):
         yield (battery.softmax, lambda c: subject.softmax(c.x), shifted_scores,
                SoftmaxCall.expected, ("softmax(x)", "softmax(x + c)"))
     if subject.uses("attention"):
         yield (subject.cases(battery, lambda s: s.scale is None), subject.attend, shifted_call,
-               lambda c: c.expected(alignment)[0], ("f(x)", "f(x′)"))
+               lambda c: subject.expected(c)[0], ("f(x)", "f(x′)"))
     if subject.uses("self-attention"):
         yield (battery.self_attention, subject.self_attend, shifted_self_call,
-               lambda c: c.expected()[0], ("f(X)", "f(X′)"))
+               lambda c: subject.expected(c)[0], ("f(X)", "f(X′)"))
 
 
 def check(subject, battery):
     shift = SHIFT[subject.dtype]
     for calls, run, shifted, exact, names in parts(subject, battery):
         for call in calls:
-            base = run(call)
-            for s in (shift, -shift):
-                moved_call = shifted(call, s)
-                moved = run(moved_call)
-                relation = f"shifting each row's scores ({label(s)}) should change nothing"
-                with subject.case(moved_call.name, base, moved, relation=relation):
-                    expect.agree(base.out, moved.out, allowance(subject, moved_call, exact(call)),
-                                 names=names)
+            with subject.trial(call):
+                base = run(call)
+                for s in (shift, -shift):
+                    moved_call = shifted(call, s)
+                    moved = run(moved_call)
+                    relation = f"shifting each row's scores ({label(s)}) should change nothing"
+                    with subject.case(moved_call.name, base, moved, relation=relation):
+                        expect.agree(base.out, moved.out, subject.allowance(moved_call, exact(call)),
+                                     names=names)

@@ -11,7 +11,6 @@ import numpy as np
 from detectors.kit import expect
 from detectors.kit.allowed import allowed
 from detectors.kit.needs import ATTENTION, SOFTMAX
-from detectors.kit.tolerance import allowance
 
 PROPERTY = (
     "Weights are non-negative, each row sums to 1 (0 when no key is allowed), "
@@ -44,14 +43,16 @@ def check(subject, battery):
     alignment = subject.target.causal_alignment
     if subject.uses("softmax"):
         for call in battery.softmax:
-            answer = subject.softmax(call.x)
-            keep = ~np.isneginf(call.x)
-            distribution(subject, answer, answer.out, keep,
-                         allowance(subject, call, call.expected()), call.name)
+            with subject.trial(call):
+                answer = subject.softmax(call.x)
+                keep = ~np.isneginf(call.x)
+                distribution(subject, answer, answer.out, keep,
+                             subject.allowance(call, subject.expected(call)), call.name)
     if subject.uses("attention"):
         for call in subject.cases(battery):
-            answer = subject.attend(call, weights=True)
-            keep = allowed(call, alignment)
-            want = call.expected(alignment)[1]
-            distribution(subject, answer, answer.weights, keep,
-                         allowance(subject, call, want, what="weights"), call.name)
+            with subject.trial(call):
+                answer = subject.attend(call, weights=True)
+                keep = allowed(call, alignment)
+                want = subject.expected(call)[1]
+                distribution(subject, answer, answer.weights, keep,
+                             subject.allowance(call, want, what="weights"), call.name)

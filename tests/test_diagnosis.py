@@ -12,10 +12,10 @@ import pytest
 
 from attnzoo.check import run_check
 from attnzoo.diagnosis import features
-from attnzoo.diagnosis.follow import MAX_FAILED
 from attnzoo.diagnosis.group import UNEXPLAINED, diagnose
 from attnzoo.report import text
 from detectors.kit.battery import Battery
+from detectors.kit.outcomes import MAX_FAILED
 
 ROOT = "tests/targets/root_causes.py"
 # every detector these causes involve, plus two they must not (a wide net keeps it honest:

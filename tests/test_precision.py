@@ -18,13 +18,16 @@ from detectors import all_detectors, by_name
 from detectors.kit import expect, precision
 from detectors.kit.battery import Battery
 from detectors.kit.subject import Subject
-from detectors.kit.tolerance import allowance, strict_allowance
 from reference.sdpa import scaled_dot_product_attention
 from zoo.computes_in_half import Torch as ComputesInHalf
 
 TARGETS = "tests/targets"
 FLOAT32_SOFTMAX = f"{TARGETS}/softmax_float32.py:sdpa"
 DETECTORS = by_name()
+
+
+def precision_of(subject, dtype):
+    return subject.judge.precision(dtype)
 
 
 def in_process(obj, locator, contract="sdpa", backend="torch", dtype="float64", scoped=False):
@@ -55,14 +58,14 @@ def test_a_float32_softmax_is_clean_at_float32():
 
 def test_computes_in_half_is_measured_at_float16_and_still_caught():
     subject = in_process(ComputesInHalf(), "zoo/computes_in_half.py:TORCH", "lesson")
-    found = precision.measure(subject, "float64")
+    found = precision_of(subject, "float64")
     assert (found.dtype, found.effective) == ("float64", "float16")
     assert found.error > found.allows
     # semantic relations are judged at float16's allowance, precision ones at float64's
     call = precision.plain_cases(subject, Battery(0))[0]
     out = call.expected()[0]
-    assert allowance(subject, call, out) == strict_allowance(subject, call, out, "float16")
-    assert strict_allowance(subject, call, out) < allowance(subject, call, out)
+    assert subject.allowance(call, out) == subject.strict_allowance(call, out, "float16")
+    assert subject.strict_allowance(call, out) < subject.allowance(call, out)
     finding = run(DETECTORS["computes_at_input_precision"], subject, Battery(0))
     assert finding.verdict == "killed", finding.message
     assert "float64 inputs computed to float16 accuracy" in finding.message
@@ -92,7 +95,7 @@ def test_the_precision_reported_is_the_one_measured_whatever_the_seed_and_depth(
         f = run(DETECTORS["computes_at_input_precision"], subject, Battery(seed, depth=depth))
         found.add((f.verdict, f.message))
     assert len(found) == 1, found
-    measured = precision.measure(in_process(Sdpa(), "zoo/key_tail_tile_dropped.py:SDPA"),
+    measured = precision_of(in_process(Sdpa(), "zoo/key_tail_tile_dropped.py:SDPA"),
                                  "float64")
     assert (next(iter(found))[0] == "killed") == measured.coarser
 
@@ -100,7 +103,7 @@ def test_the_precision_reported_is_the_one_measured_whatever_the_seed_and_depth(
 @pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
 def test_the_reference_computes_at_its_inputs_precision(dtype):
     subject = in_process(scaled_dot_product_attention, "reference/sdpa.py:sdpa", dtype=dtype)
-    found = precision.measure(subject, dtype)
+    found = precision_of(subject, dtype)
     assert found.measured and found.effective == dtype and not found.coarser
     assert found.error <= found.allows
 
@@ -114,11 +117,11 @@ def wrong_scale(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=Fals
 
 def test_gross_error_is_not_taken_for_imprecision():
     subject = in_process(wrong_scale, "tests/test_precision.py:wrong_scale")
-    found = precision.measure(subject, "float64")
+    found = precision_of(subject, "float64")
     assert found.effective is None  # beyond the cap: nothing is widened
     call = precision.plain_cases(subject, Battery(0))[0]
     out = call.expected()[0]
-    assert allowance(subject, call, out) == strict_allowance(subject, call, out)
+    assert subject.allowance(call, out) == subject.strict_allowance(call, out)
     battery = Battery(0)
     assert run(DETECTORS["matches_loop_oracle"], subject, battery).verdict == "killed"
     finding = run(DETECTORS["computes_at_input_precision"], subject, battery)
@@ -138,7 +141,7 @@ def test_the_measurement_does_not_touch_the_detectors_instance():
             return scaled_dot_product_attention(*args, **kw)
 
     subject = in_process(Counting(), "tests/test_precision.py:Counting")
-    precision.measure(subject, "float64")
+    precision_of(subject, "float64")
     assert calls and subject.executor.obj.n == 0 and subject.calls == 0
 
 

@@ -217,12 +217,11 @@ def test_a_gradient_wrong_at_float64_is_left_to_correct_gradients():
     import detectors.low_precision_gradients as lpg
     from detectors.kit.allowed import explicit
     from detectors.kit.draw import grid
-    from detectors.kit.tolerance import reference_subject
 
     call = next(c for c in STANDARD.attention if c.name == "empty-rows-long")
     for label, wrong in (("large-negative-fill-torch", {"V"}), ("reference-torch", set())):
         subject = matrix.subject_for(_row(label))
-        reference = reference_subject(subject, "torch")
+        reference = subject.judge.reference("torch")
         upstream = grid(np.random.default_rng(0), call.expected()[0].shape)
         same = explicit(call, "top-left")
         exact = reference.attend(same, dtype="float64", grad=upstream).grads

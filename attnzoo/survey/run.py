@@ -103,7 +103,7 @@ def run_one(module, decl, dtype, seed):
         findings = [run(d, subject, battery, cases=True) for d in chosen]
     finally:
         executor.close()
-    from attnzoo.diagnosis.follow import lighten
+    from attnzoo.diagnosis.cases import lighten
     from attnzoo.diagnosis.group import diagnose
 
     diagnosis = diagnose([f.to_json() for f in findings])

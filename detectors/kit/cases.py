@@ -1,13 +1,13 @@
-"""The cases a detector iterates, as the runner hands them out."""
+"""The cases a detector iterates, as the subject hands them out."""
 
 
 class Cases(list):
-    """The cases a detector iterates: iterating marks the current one on the subject, so a
-    refusal of any call derived from it sets that case aside."""
+    """The cases a detector iterates: iterating marks the current one on the subject (a
+    refusal of any call derived from it sets that case aside) and tells the progress line."""
 
-    def __init__(self, subject, items=(), whole=()):
+    def __init__(self, subject, items=()):
         super().__init__(items)
-        self.subject, self.whole = subject, whole  # whole: before cases were set aside
+        self.subject = subject
 
     def __iter__(self):
         progress, n = self.subject.progress, len(self)
@@ -21,7 +21,5 @@ class Cases(list):
             progress.case(n, n)
 
     def __getitem__(self, i):
-        if not self and self.whole and not isinstance(i, slice):
-            return self.whole[i]  # indexing a list emptied by refusals meets the refusal
         got = super().__getitem__(i)
         return Cases(self.subject, got) if isinstance(i, slice) else got

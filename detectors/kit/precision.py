@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from detectors.kit.battery import Battery
 from detectors.kit.verdict import ImplementationFailure, NotApplicable, Unsupported
 
 FORMATS = ("float64", "float32", "float16", "bfloat16")  # finest first; bfloat16 is the cap
@@ -73,41 +74,23 @@ def plain_cases(subject, battery):
     return sorted(found, key=lambda c: c.size())[:PLAIN_CASES]
 
 
-def judge(subject, call, answer, dtype):
+def explains(subject, call, answer, dtype):
     """(the finest format whose strict allowance covers this answer's error, the error, what
     ``dtype`` allows, the worst index, what the cap allows); the format is None when none does."""
-    from detectors.kit.tolerance import strict_allowance
-
-    want = call.expected(subject.target.causal_alignment)[0]
+    want = subject.expected(call)[0]
     with np.errstate(invalid="ignore"):
         diff = np.abs(np.asarray(answer.out, dtype=np.float64) - want)  # (..., L, Ev)
-    allows = strict_allowance(subject, call, want, dtype)
+    allows = subject.strict_allowance(call, want, dtype)
     if diff.shape != want.shape or not np.isfinite(diff).all():
         return None, float("inf"), allows, None, allows
     error = float(diff.max(initial=0.0))
     index = tuple(int(i) for i in np.unravel_index(np.argmax(diff), diff.shape))
     allowed = allows
     for f in formats(subject, dtype):
-        allowed = allows if f == dtype else strict_allowance(subject, call, want, f)
+        allowed = allows if f == dtype else subject.strict_allowance(call, want, f)
         if error <= allowed:
             return f, error, allows, index, allowed
     return None, error, allows, index, allowed
-
-
-def measure(subject, dtype):
-    """The subject's precision at ``dtype``, measured once and kept on the subject.
-
-    The plain calls go to a spare executor (a new instance in process, the same worker in the
-    sandbox) through a subject of their own, so the detector that happens to ask first keeps
-    its own call count, cases set aside and history."""
-    from detectors.kit.subject import Subject
-
-    cache = subject.__dict__.setdefault("_precision", {})
-    if dtype not in cache:
-        spare = getattr(subject.executor, "spare", lambda: subject.executor)()
-        probe = Subject(subject.target, spare, dtype)
-        cache[dtype] = on(subject, lambda call: _attend(probe, call, dtype), dtype)
-    return cache[dtype]
 
 
 def on(subject, attend, dtype, battery=None):
@@ -120,11 +103,11 @@ def on(subject, attend, dtype, battery=None):
             break  # a target that crashes or hangs is the detectors' to report, on their calls
         if answer is None:
             continue
-        fmt, error, allows, index, cap = judge(subject, call, answer, dtype)
+        fmt, error, allows, index, cap = explains(subject, call, answer, dtype)
         found.append(fmt)
         if error / allows > ratio:
             ratio = error / allows
-            want = call.expected(subject.target.causal_alignment)[0]
+            want = subject.expected(call)[0]
             got = float(np.asarray(answer.out)[index]) if index else float("nan")
             worst = Precision(dtype, None, error, allows, call.name, answer, index, got,
                               float(want[index]) if index else float("nan"), cap)
@@ -139,33 +122,19 @@ def on(subject, attend, dtype, battery=None):
 def _battery():
     """The quick battery at seed 0, drawn once: its plain cases are the same for every run,
     so the reference's errors on them are computed once too."""
-    from detectors.kit.battery import Battery
-
     return Battery(0, depth="quick")
 
 
 FAILED = object()  # the target raised, hung or died on a plain call: measure no further
 
 
-def _attend(probe, call, dtype):
+def attend(probe, call, dtype):
     """The probe's answer to a plain call, None when the call is refused or not applicable,
     FAILED when the target fails on it (a crash is the detectors' to find on their own calls,
     and one hang is enough to spend on a measurement)."""
-    for _ in range(2):  # a refused E != Ev call is retried once as its E == Ev twin
-        try:
-            return probe.attend(call, dtype=dtype)
-        except Unsupported as u:
-            if u.case is not None:
-                return None
-        except ImplementationFailure:
-            return FAILED
-        except NotApplicable:
-            return None
-    return None
-
-
-def effective(subject, dtype):
-    """The format relations at ``dtype`` are judged at: the measured one, or ``dtype`` itself
-    when the measurement found no floating-point format explains the error (the cap)."""
-    found = measure(subject, dtype)
-    return found.effective or dtype
+    try:
+        return probe.attend(call, dtype=dtype)
+    except (Unsupported, NotApplicable):
+        return None
+    except ImplementationFailure:
+        return FAILED

@@ -16,8 +16,10 @@ from detectors.kit import expect, sdpa_request
 from detectors.kit.calls import Request
 from detectors.kit.capabilities import refusal
 from detectors.kit.expect import Mismatch
+from detectors.kit.judge import Judge
 from detectors.kit.layout import bare, cropped, swapped_back
 from detectors.kit.offers import Offers
+from detectors.kit.outcomes import CaseId, Outcome, Record
 from detectors.kit.reproduce import snippet
 from detectors.kit.verdict import (
     CRASHED,
@@ -26,6 +28,7 @@ from detectors.kit.verdict import (
     ImplementationFailure,
     NotApplicable,
     Unsupported,
+    envelope,
 )
 
 
@@ -45,7 +48,7 @@ class Subject(Offers):
     """One implementation under test: its calls, answers and evidence (what it can be asked
     is :class:`Offers`)."""
 
-    def __init__(self, target, executor, dtype="float64", scoped=False):
+    def __init__(self, target, executor, dtype="float64", scoped=False, judge=None):
         self.target = target
         self.executor = executor
         self.dtype = dtype  # the dtype every call uses unless a detector asks for another
@@ -55,15 +58,18 @@ class Subject(Offers):
         self.calls = 0
         self.impl_seconds = 0.0
         self.last = None  # the last request sent, for the evidence of a crash
-        self.set_aside = {}  # case name -> why it is unsupported (reset per detector)
-        self.current = None  # the battery case being iterated, which derived calls belong to
+        self.current = None  # the battery case being tried, which derived calls belong to
         self.pad = False  # send E != Ev calls as their E == Ev twin (zero-padded, cropped)
         self.pad_for = None  # the case whose refusal made the subject try twins
-        self.stopped = None  # the case a detector could not route around (set by the runner)
         self.progress = None  # told each case a detector iterates: .case(done, total, name)
         self.base_dtype = dtype  # the run's dtype: a case sent at another is named for it
-        self.log = None  # case key -> (call, request) of what was sent, when the runner asks
-        self.flagged = None  # the case key of the last failed relation
+        self.run = Record()  # the running detector's outcomes (the runner gives each its own)
+        self.flagged = None  # the id of the case whose relation failed last, in this trial
+        self._trial_sent = None  # ids sent inside the innermost trial
+        # the oracle, the reference and the measured precision (detectors.kit.judge)
+        self.judge = judge or Judge(self, Subject)
+
+    set_aside = property(lambda self: self.run.set_aside)  # case name -> why it is unsupported
 
     name = property(lambda self: self.target.name)
     contract = property(lambda self: self.target.contract)
@@ -103,7 +109,7 @@ class Subject(Offers):
                 key = self._key(request)
                 if request.fn == "sdpa" and q.shape[-1] != v.shape[-1] and not self.pad:
                     self.pad, self.pad_for = True, key  # try its E == Ev twin first
-                    raise Unsupported(None, failure.what) from None
+                    raise _Twin() from None
                 if getattr(request, "crop", None) and self.pad_for == key:
                     self.pad, self.pad_for = False, None  # the twin is refused as well
                 raise Unsupported(key, f"refused: {failure.what}") from None
@@ -119,8 +125,7 @@ class Subject(Offers):
     def attend(self, call, weights=False, dtype=None, **kw):
         """Out (and weights, if asked) of one attention call."""
         dtype = dtype or self.dtype
-        request = self.request(call, dtype, **kw)
-        result = self.send(request)
+        request, result = self._ask(lambda: self.request(call, dtype, **kw))
         requests, w, w_dtype = (request,), None, None
         if self.contract == "lesson":
             w, w_dtype = (result.values[1] if weights else None), result.dtypes[1]
@@ -130,37 +135,56 @@ class Subject(Offers):
         return Answer(result.values[0], w, result.dtypes[0], requests, result.mutated,
                       result.grads, w_dtype, result.kept)
 
+    def expected(self, call):
+        """(out, weights) of exact attention on ``call`` in the target's causal alignment
+        (the softmax, for a softmax call): what the oracle says."""
+        return self.judge.expected(call)
+
+    def allowance(self, call, expected, dtype=None, what="out"):
+        """The error a semantic relation allows in ``what`` ("out" or "weights") of ``call``,
+        at the precision the target was measured to compute ``dtype`` inputs at."""
+        return self.judge.allowance(call, expected, dtype, what)
+
+    def strict_allowance(self, call, expected, dtype=None, what="out"):
+        """The error correct code makes at ``dtype`` itself: what precision properties use."""
+        return self.judge.strict_allowance(call, expected, dtype, what)
+
     def baseline(self, call):
         """The subject's own answer to ``call`` (checked for shape) and the error allowed on
         it: the starting point of every relation that compares the subject with itself."""
-        from detectors.kit.tolerance import allowance
-
         answer = self.attend(call)
-        out = call.expected(self.target.causal_alignment)[0]
+        out = self.expected(call)[0]
         with self.case(call.name, answer):
             expect.same_shape(answer.out, out.shape)
-        return answer, allowance(self, call, out)
+        return answer, self.allowance(call, out)
 
     def gradcheck(self, call):
         """torch.autograd.gradcheck on one call in float64: (passed, its complaint, the answer)."""
-        request = self.request(call, "float64", gradcheck=True)
-        result = self.send(request)
+        request, result = self._ask(lambda: self.request(call, "float64", gradcheck=True))
         passed = bool(result.values[0])
         return passed, result.message, Answer(result.values[0], None, "bool", (request,))
 
-    def case_key(self, name, dtype):
-        """A case as the diagnosis counts it: its name, and its dtype where not the run's (a
-        detector that names the dtype itself, "heads at float32", is read the same way)."""
-        if dtype in (None, self.base_dtype):
-            suffix = f" at {self.base_dtype}"
-            return name[:-len(suffix)] if name.endswith(suffix) else name
-        return name if name.endswith(f" at {dtype}") else f"{name} at {dtype}"
+    def case_id(self, name, dtype):
+        """The :class:`CaseId` of a case named ``name``, sent at ``dtype``."""
+        return CaseId.of(name, dtype, self.base_dtype, self.current)
 
     def _note(self, call, request):
-        """Record what was sent, per case, for the runner's per-case outcomes."""
+        """Record what was sent, per case, for the per-case outcomes."""
         request.case = call.name
-        if self.log is not None:
-            self.log.setdefault(self.case_key(call.name, request.dtype), (call, request))
+        key = CaseId.of(call.name, request.dtype, self.base_dtype)
+        self.run.note(key, call, request)
+        if self._trial_sent is not None:
+            self._trial_sent.add(key)
+
+    def _ask(self, build):
+        """(request, result) of the request ``build`` makes; a kernel that refused an E != Ev
+        call is sent its E == Ev twin at once (``build`` then makes the twin)."""
+        request = build()
+        try:
+            return request, self.send(request)
+        except _Twin:
+            request = build()
+            return request, self.send(request)
 
     def _key(self, request):
         """The case a request belongs to: the battery case being iterated, else its call."""
@@ -191,8 +215,8 @@ class Subject(Offers):
         """Weights of an output-only kernel: with V = I the output row is the weight row."""
         S = call.v.shape[-2]
         eye = np.broadcast_to(np.eye(S), call.v.shape[:-2] + (S, S)).copy()
-        request = sdpa_request.build(self, call, eye, dtype, **kw)
-        return self.send(request).values[0], request
+        request, result = self._ask(lambda: sdpa_request.build(self, call, eye, dtype, **kw))
+        return result.values[0], request
 
     def self_attend(self, call, weights=False, dtype=None, **kw):
         """causal_self_attention(X, W_q, W_k, W_v); for SDPA, the projections with is_causal."""
@@ -201,7 +225,7 @@ class Subject(Offers):
             request = Request("causal_self_attention", (call.x, call.w_q, call.w_k, call.w_v),
                               dtype=dtype, device=self.target.device, **kw)
             self._note(call, request)
-            result = self.send(request)
+            result = self.send(request)  # (a lesson function: no E == Ev twin to try)
             out, w = result.values
             return Answer(out, w if weights else None, result.dtypes[0], (request,),
                           result.mutated, result.grads, result.dtypes[1])
@@ -254,8 +278,66 @@ class Subject(Offers):
         except Mismatch as m:
             m = m.because(relation)
             dtypes = [r.dtype for a in answers for r in a.requests if r.dtype != self.base_dtype]
-            self.flagged = self.case_key(name, dtypes[0] if dtypes else None)
+            self.flagged = self.case_id(name, dtypes[0] if dtypes else None)
             raise Flag(m, self.evidence(answers, name, m.index, relation)) from None
+
+    @contextlib.contextmanager
+    def trial(self, call):
+        """One case of the running detector: a failure in the block is recorded as this case's
+        outcome and the detector goes on with its next case (unless the run wants only its
+        first failure); a refusal sets the case aside. ``call`` is the battery case, or its name."""
+        name = getattr(call, "name", call)
+        outer, outer_sent = (self.current, self.flagged), self._trial_sent
+        self.current, self.flagged, self._trial_sent = name, None, set()
+        sent = self._trial_sent
+        try:
+            yield
+        except Unsupported as u:
+            self.run.set_aside.setdefault(u.case or name, u.why)
+        except (Flag, Mismatch, ImplementationFailure) as failure:
+            self.run.fail(self.failed_id(), self.outcome(failure), sent)
+        finally:
+            (self.current, self.flagged), self._trial_sent = outer, outer_sent
+            if outer_sent is not None:
+                outer_sent |= sent
+
+    def answers(self, calls, ask, name=None):
+        """``[(call, ask(call))]`` for the calls of ``calls`` answered, each asked in its own
+        trial (named ``name(call)``, else the call's name): one refused or failed is recorded
+        and left out of the comparisons that follow."""
+        got = []
+        for call in calls:
+            with self.trial(name(call) if name else call):
+                got.append((call, ask(call)))
+        return got
+
+    def failed_id(self):
+        """The case that just failed: the one the failed relation named, else the last call's."""
+        if self.flagged is not None:
+            return self.flagged
+        last = self.last
+        if last is None:
+            return CaseId(self.current or "?")
+        return self.case_id(self.current or getattr(last, "case", None) or last.describe(),
+                            last.dtype)
+
+    def outcome(self, failure):
+        """The :class:`Outcome` of a failure met in a trial (or by the runner)."""
+        name = self.run.detector
+        if isinstance(failure, Mismatch):  # raised outside subject.case: the last call is it
+            failure = Flag(failure, self.evidence(self._last_sent(), index=failure.index))
+        if isinstance(failure, Flag):
+            return Outcome(failure.verdict, envelope(name, failure.text, failure.evidence.call),
+                           failure.evidence, failure, failure.evidence.case)
+        call = self.last
+        described = call.describe(self.name) if call is not None else failure.call
+        evidence = Evidence(described, expected="an answer", actual=failure.what,
+                            snippet=self.evidence(self._last_sent()).snippet if call else "")
+        return Outcome(failure.verdict, envelope(name, f"expected an answer, got {failure.what}",
+                                                 described), evidence, failure, self.current or "")
+
+    def _last_sent(self):
+        return [_Sent(self.last)] if self.last is not None else []
 
     def evidence(self, answers, case="", index=None, relation=""):
         """Where a property failed, with a snippet that reproduces the calls."""
@@ -263,3 +345,14 @@ class Subject(Offers):
         calls = "; ".join(dict.fromkeys(r.describe(self.name) for r in requests[:2]))
         return Evidence(calls, index=index, case=case,
                         snippet=snippet(self.target, requests, relation))
+
+
+class _Twin(Exception):
+    """A kernel refused an E != Ev call: the subject now sends E == Ev twins."""
+
+
+class _Sent:
+    """An answer-shaped holder for a request that got no answer."""
+
+    def __init__(self, request):
+        self.requests = (request,)

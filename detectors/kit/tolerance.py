@@ -13,21 +13,16 @@ units in the last place of the output are always allowed.
 """
 
 import functools
-from dataclasses import replace
 
 import numpy as np
 
+from detectors.kit.battery import SelfCall, SoftmaxCall
 from detectors.kit.positions import probed
 
 FLOAT64_ATOL = 1e-10  # times max(1, |expected|)
 MULTIPLE = 4  # of the reference's own error at the call's precision
 ULPS = 4  # plus this many units in the last place of the output's magnitude
 EPS = {"float64": 2.0**-52, "float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
-REFERENCES = {
-    ("lesson", "numpy"): "reference.lesson_numpy",
-    ("lesson", "torch"): "reference.lesson_torch",
-    ("sdpa", "torch"): "reference.sdpa:scaled_dot_product_attention",
-}
 
 
 def scale(expected):
@@ -35,31 +30,14 @@ def scale(expected):
     return max(1.0, float(finite.max())) if finite.size else 1.0
 
 
-def allowance(subject, call, expected, dtype=None, what="out"):
-    """The largest absolute error a *semantic* relation allows in ``what`` ("out" or
-    "weights") of ``call``: the strict allowance of the precision the target was measured to
-    compute ``dtype`` inputs at (detectors.kit.precision), so a target that is only less
-    precise is reported once, as a precision finding, not by every relation it meets."""
-    from detectors.kit.battery import Call, SelfCall
-    from detectors.kit.precision import effective
-
-    dtype = dtype or subject.dtype
-    # measured on attention calls: it judges the function it was measured on (SDPA's
-    # self-attention is an attention call too), never a lesson module's other functions
-    measured = isinstance(call, Call) or (subject.contract == "sdpa" and isinstance(call, SelfCall))
-    precision = effective(subject, dtype) if measured else dtype
-    return strict_allowance(subject, call, expected, precision, what)
-
-
-def strict_allowance(subject, call, expected, dtype=None, what="out"):
-    """The largest absolute error correct code makes at ``dtype`` in ``what`` of ``call``:
-    what precision properties (and the precision measurement itself) judge by."""
-    dtype = dtype or subject.dtype
-    floor = ULPS * EPS[dtype] * scale(expected)
+def strict(call, expected, dtype, what="out", reference_error=0.0):
+    """The largest absolute error correct code makes at ``dtype`` in ``what`` ("out" or
+    "weights") of ``call`` whose exact answer is ``expected``, given the reference's own error
+    at ``dtype`` on it: what precision properties (and the precision measurement) judge by."""
     if dtype == "float64":
         return FLOAT64_ATOL * scale(expected)
-    reference = reference_subject(subject)
-    unit = max(reference_error(reference, call, dtype, what), rounding_error(call, dtype, what))
+    floor = ULPS * EPS[dtype] * scale(expected)
+    unit = max(reference_error, rounding_error(call, dtype, what))
     return max(MULTIPLE * unit, accumulation_bound(call, what)) + floor
 
 
@@ -90,8 +68,6 @@ def accumulation_bound(call, what):
     max_k δ_ik, and the output into 2·max_k δ_ik·Σ_j w_ij |v_j| plus S·eps·Σ_j w_ij |v_j| for
     its own sum. Real kernels accumulate in float32 (or better) at every input precision.
     """
-    from detectors.kit.battery import SelfCall, SoftmaxCall
-
     eps = EPS["float32"]
     if isinstance(call, SoftmaxCall):
         return 0.0
@@ -127,8 +103,6 @@ def rounding_error(call, dtype, what):
     scale factor is taken one rounding off either way — the least any implementation at that
     precision can be expected to be off by.
     """
-    from detectors.kit.battery import SelfCall, SoftmaxCall
-
     if isinstance(call, SoftmaxCall):
         return _err(_softmax(_round(call.x, dtype)), call.expected())
     if isinstance(call, SelfCall):
@@ -204,90 +178,3 @@ def _softmax(x):
 def _err(got, want):
     with np.errstate(invalid="ignore"):
         return float(np.nanmax(np.abs(got - want), initial=0.0))
-
-
-def reference_error(reference, call, dtype, what):
-    """Max |reference at dtype − float64 oracle| on this call (its own precision)."""
-    return _reference_error(reference, call, dtype, what)
-
-
-@functools.lru_cache(maxsize=8192)
-def _reference_error(reference, call, dtype, what):
-    from detectors.kit.battery import SelfCall, SoftmaxCall
-
-    if isinstance(call, SelfCall):
-        answer = reference.self_attend(call, weights=what == "weights", dtype=dtype)
-        want = call.expected()
-    elif isinstance(call, SoftmaxCall):
-        answer = reference.softmax(call.x, dtype=dtype)
-        return float(np.nanmax(np.abs(answer.out - call.expected()), initial=0.0))
-    elif what == "weights" and _identity_cost(call) > DIRECT_WEIGHTS and _on_cpu(reference):
-        want = call.expected("top-left")
-        return _err(_sdpa_reference_weights(call, dtype), want[1])
-    else:
-        answer = reference.attend(call, weights=what == "weights", dtype=dtype)
-        want = call.expected("top-left")
-    got = answer.weights if what == "weights" else answer.out
-    diff = np.abs(got - (want[1] if what == "weights" else want[0]))
-    return float(np.nanmax(diff, initial=0.0))
-
-
-# Weights of an output-only reference come from V = I, an (L, S) @ (S, S) product per head:
-# cubic in the length. Beyond this many multiply-adds the CPU reference's weights are taken
-# from its own steps instead — the same numbers, since a product with I only copies them.
-DIRECT_WEIGHTS = 1 << 22
-
-
-def _identity_cost(call):
-    lead = max(int(np.prod(call.q.shape[:-2])), int(np.prod(call.k.shape[:-2])))
-    return lead * call.q.shape[-2] * call.k.shape[-2] ** 2
-
-
-def _on_cpu(reference):
-    t = reference.target
-    return t.contract == "sdpa" and t.backend == "torch" and t.device == "cpu"
-
-
-def _sdpa_reference_weights(call, dtype):
-    """reference.sdpa's weights at ``dtype``, step by step, as its V = I answer would give them."""
-    import torch
-
-    from reference.sdpa import scaled_dot_product_attention as sdpa
-
-    def tensor(a):
-        t = torch.from_numpy(np.array(a, copy=True))
-        t = t if a.dtype == bool else t.to(getattr(torch, dtype))
-        if call.spec.strided and t.dim() >= 2:  # the layout the executor sends
-            axes = (-3, -2) if t.dim() >= 3 else (-2, -1)
-            t = t.transpose(*axes).contiguous().transpose(*axes)
-        return t
-
-    q, k, v = tensor(call.q), tensor(call.k), tensor(call.v)
-    if call.gqa:
-        k, v = sdpa.share_kv_heads(q, k, v)
-    mask = call.mask if call.mask is not None else call.bias
-    scores = sdpa.scores(q, k, call.scale)  # (..., L, S)
-    scores = scores + sdpa.bias(None if mask is None else tensor(mask), call.causal,
-                                q.shape[-2], k.shape[-2], q)
-    return sdpa.weights(scores, 0.0).double().numpy()  # (..., L, S)
-
-
-_REFERENCES = {}  # (contract, backend, device) -> the reference as a subject
-
-
-def reference_subject(subject, backend=None):
-    """This repository's reference for ``subject``'s contract, on its device, as a subject.
-
-    The reference is trusted code: it runs wherever the subject's executor runs trusted code
-    (``executor.trusted(target)``), so the kit never needs to know how calls are executed.
-    """
-    from detectors.kit.subject import Subject
-
-    t = subject.target
-    key = (t.contract, backend or t.backend, t.device)
-    if key not in _REFERENCES:
-        target = replace(t, name="reference", locator=REFERENCES[key[:2]], backend=key[1],
-                         mask_convention="keep", causal_alignment="top-left",
-                         unsupported=(), refuses=())  # the target's declarations are its own
-        _REFERENCES[key] = Subject(target, subject.executor.trusted(target))
-    return _REFERENCES[key]

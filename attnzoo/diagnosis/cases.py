@@ -1,0 +1,55 @@
+"""Which cases a flagged detector failed and which it passed, read off its one run.
+
+The detector went on past its first failure (``subject.trial``, detectors.kit.outcomes), so
+its record holds an outcome for every case it reached; nothing is rerun. A case *passed* when
+it was sent and no trial it was sent in failed. ``complete`` says every case was reached: a
+hang, :data:`~detectors.kit.outcomes.MAX_FAILED` failing cases, the deadline or a refusal no
+trial could route around end a run early.
+"""
+
+from attnzoo.diagnosis import features
+from detectors.kit.outcomes import FLOATS
+from detectors.kit.verdict import CRASHED, HUNG
+
+
+def per_case(detector, subject, record):
+    """``{"failed": {key: record}, "passed": {key: record}, "complete": bool, "stopped": why,
+    "cause": …}`` where a record has the case's features, size and, when failed, its verdict,
+    call, message and reproduction."""
+    failed = {str(k): _failure(o) for k, o in record.failed.items()}
+    passed = {str(k): {} for k in record.passed()}
+    sent = {str(k): v for k, v in record.sent.items()}
+    stopped = record.stopped or (f"case {record.unfinished!r} was refused outside its trial"
+                                 if record.unfinished else "")
+    alignment = subject.target.causal_alignment
+    cause = getattr(detector, "CAUSE", None)
+    for k, case in list(failed.items()) + list(passed.items()):
+        call, request = sent.get(k, (None, None))
+        dtype = request.dtype if request is not None else subject.base_dtype
+        spec = features.of(call, request, subject.base_dtype, alignment) \
+            if request is not None else []
+        case["features"] = spec
+        if cause == "dtype" and dtype in FLOATS:  # a property of the inputs' dtype: its feature
+            if "verdict" not in case:  # a pass: both, so it counts as evidence either way
+                case["features"] = sorted({*spec, f"dtype:{dtype}"}, key=features.rank)
+            elif case["verdict"] not in (CRASHED, HUNG):  # a crash is no finding about dtypes
+                case["features"] = [f"dtype:{dtype}"]
+        # (the causal mask's bool is not an input dtype: its case is read as any other)
+        case["size"] = features.size(call) if call is not None else None
+    return {"failed": failed, "passed": passed, "complete": not stopped,
+            "stopped": stopped or "held", "cause": cause}
+
+
+def _failure(outcome):
+    evidence = outcome.evidence
+    return {"verdict": outcome.verdict, "message": outcome.message,
+            "call": evidence.call if evidence is not None else "",
+            "snippet": evidence.snippet if evidence is not None else ""}
+
+
+def lighten(findings):
+    """Drop the failing cases' reproductions once the diagnosis has kept its smallest ones: a
+    reproduction of a standard-depth case prints every input, tens of kB each."""
+    for f in findings:
+        for record in (f.cases or {}).get("failed", {}).values():
+            record.pop("snippet", None)
