@@ -59,12 +59,14 @@ def run(detector, subject, battery, shrink=False, cases=False):
     except NotApplicable as reason:
         finding.verdict, finding.message = NA, f"[{detector.NAME}] n/a: {reason}"
     except Exception as e:  # noqa: BLE001 - a detector bug is reported, never counted as a kill
-        finding.verdict = ERROR
         where = traceback.extract_tb(e.__traceback__)[-1]
-        finding.message = (
-            f"[{detector.NAME}] detector error {type(e).__name__}: {e} "
-            f"({where.filename.rsplit('/', 1)[-1]}:{where.lineno})"
-        )
+        error = (f"detector error {type(e).__name__}: {e} "
+                 f"({where.filename.rsplit('/', 1)[-1]}:{where.lineno})")
+        if record.first is not None:  # past its first failure: the verdict is that failure's
+            record.stopped = error
+            _conclude(finding, detector, subject, record)
+        else:
+            finding.verdict, finding.message = ERROR, f"[{detector.NAME}] {error}"
     finding.unsupported = dict(record.set_aside)
     subject.current = None
     if finding.caught:

@@ -56,7 +56,9 @@ def test_refusal_at_run_time_sets_aside_that_case_only(tmp_path):
     assert found["causal_alignment"].verdict == "unsupported"  # every case it has is causal
     oracle = found["matches_loop_oracle"]
     assert oracle.verdict == "survived", oracle.message  # not crashed, not ended early
-    assert oracle.calls > 20 and oracle.unsupported
+    plain = check(target(tmp_path, "plain", ""), "matches_loop_oracle")[0]["matches_loop_oracle"]
+    # one call a case: every case but the refused ones was answered once, none twice
+    assert oracle.unsupported and oracle.calls == plain.calls - len(oracle.unsupported)
     assert all("No available kernel" in why for why in oracle.unsupported.values())
     assert code == 0
 

@@ -78,10 +78,12 @@ def explains(subject, call, answer, dtype):
     """(the finest format whose strict allowance covers this answer's error, the error, what
     ``dtype`` allows, the worst index, what the cap allows); the format is None when none does."""
     want = subject.expected(call)[0]
+    allows = subject.strict_allowance(call, want, dtype)
+    if np.shape(answer.out) != want.shape:
+        return None, float("inf"), allows, None, allows
     with np.errstate(invalid="ignore"):
         diff = np.abs(np.asarray(answer.out, dtype=np.float64) - want)  # (..., L, Ev)
-    allows = subject.strict_allowance(call, want, dtype)
-    if diff.shape != want.shape or not np.isfinite(diff).all():
+    if not np.isfinite(diff).all():
         return None, float("inf"), allows, None, allows
     error = float(diff.max(initial=0.0))
     index = tuple(int(i) for i in np.unravel_index(np.argmax(diff), diff.shape))
