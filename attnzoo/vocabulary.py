@@ -9,6 +9,7 @@ glyph, the docs colour the heatmap with it, and ``failure`` says whether it fail
 
 from dataclasses import dataclass
 
+from detectors.kit import verdict as kit
 from detectors.kit.verdict import CRASHED, ERROR, HUNG, KILLED, NA, NAN, SURVIVED
 from detectors.kit.verdict import UNSUPPORTED as UNSUPPORTED_NAME
 
@@ -18,7 +19,10 @@ class Verdict:
     name: str  # as findings and JSON spell it
     word: str  # in the text report of ``attnzoo check``
     mark: str  # in the table of ``attnzoo gpu``
-    caught: bool  # does it flag the implementation?
+
+    @property
+    def caught(self):  # does it flag the implementation? (detectors.kit.verdict decides)
+        return kit.Verdict(self.name).caught
 
 
 @dataclass(frozen=True)
@@ -34,18 +38,18 @@ class CellKind:
 
 
 VERDICTS = {v.name: v for v in (
-    Verdict(SURVIVED, "ok", "ok", False),
-    Verdict(KILLED, "FLAGGED", "FAIL", True),
-    Verdict(NAN, "NaN", "NaN", True),
-    Verdict(CRASHED, "CRASH", "CRASH", True),
-    Verdict(HUNG, "HANG", "HANG", True),
-    Verdict(NA, "n/a", "-", False),
+    Verdict(SURVIVED, "ok", "ok"),
+    Verdict(KILLED, "FLAGGED", "FAIL"),
+    Verdict(NAN, "NaN", "NaN"),
+    Verdict(CRASHED, "CRASH", "CRASH"),
+    Verdict(HUNG, "HANG", "HANG"),
+    Verdict(NA, "n/a", "-"),
     # every case the detector needed is outside what the target declares or accepts
-    Verdict(UNSUPPORTED_NAME, "unsupported", "unsup", False),
-    Verdict(ERROR, "ERROR", "ERR", False),
+    Verdict(UNSUPPORTED_NAME, "unsupported", "unsup"),
+    Verdict(ERROR, "ERROR", "ERR"),
 )}
 UNSUPPORTED = VERDICTS[UNSUPPORTED_NAME]
-CAUGHT = tuple(v.name for v in VERDICTS.values() if v.caught)
+CAUGHT = kit.CAUGHT
 
 CELLS = {k.name: k for k in (
     CellKind("hit", "●", "expected and caught", "hit: caught, as its metadata expects",

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from attnzoo.grade import model, render
 from attnzoo.grade.run import Suite
+from attnzoo.vocabulary import CELLS
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = Path("docs/lesson-tests/lesson_tests.py")
@@ -21,7 +22,7 @@ PAGE = Path("docs/lesson-tests/README.md")
 MATRIX = Path("docs/kill-matrix.json")
 BASELINE = "lesson_checks"
 COMMAND = f"attnzoo grade {TESTS.as_posix()}"
-CAUGHT = ("hit", "bonus", "crash")
+CAUGHT = tuple(n for n, k in CELLS.items() if k.caught and not k.failure)  # hit, bonus, crash
 EXPLAINED = {}  # row label -> why the plain tests and lesson_checks disagree on that row
 
 

@@ -7,18 +7,31 @@ equal (…) [calls]`` instead: neither output is the expected one.
 """
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
-KILLED = "killed"  # a wrong value: first offending index, expected, actual
-NAN = "nan"  # NaN or inf where a finite value was due
-CRASHED = "crashed"  # the implementation raised or returned something that is not an answer
-HUNG = "hung"  # the implementation ran past the per-call time limit or took its process down
-SURVIVED = "survived"  # the property held on every case
-NA = "n/a"  # the implementation lacks what the detector needs
-ERROR = "error"  # the detector itself failed: never a kill
-UNSUPPORTED = "unsupported"  # every case it would check is outside what the target supports
 
-CAUGHT = (KILLED, NAN, CRASHED, HUNG)
-VERDICTS = (KILLED, NAN, CRASHED, HUNG, SURVIVED, NA, UNSUPPORTED, ERROR)
+class Verdict(StrEnum):
+    """What one detector says of one implementation; a str, so JSON and reports spell it."""
+
+    KILLED = "killed"  # a wrong value: first offending index, expected, actual
+    NAN = "nan"  # NaN or inf where a finite value was due
+    CRASHED = "crashed"  # it raised or returned something that is not an answer
+    HUNG = "hung"  # it ran past the per-call time limit or took its process down
+    SURVIVED = "survived"  # the property held on every case
+    NA = "n/a"  # the implementation lacks what the detector needs
+    UNSUPPORTED = "unsupported"  # every case it would check is outside what the target supports
+    ERROR = "error"  # the detector itself failed: never a kill
+
+    @property
+    def caught(self):
+        """Does this verdict flag the implementation? (the one definition of "caught")"""
+        return self in (Verdict.KILLED, Verdict.NAN, Verdict.CRASHED, Verdict.HUNG)
+
+
+KILLED, NAN, CRASHED, HUNG = Verdict.KILLED, Verdict.NAN, Verdict.CRASHED, Verdict.HUNG
+SURVIVED, NA, UNSUPPORTED, ERROR = Verdict.SURVIVED, Verdict.NA, Verdict.UNSUPPORTED, Verdict.ERROR
+CAUGHT = tuple(v for v in Verdict if v.caught)
+VERDICTS = tuple(Verdict)
 
 
 @dataclass
@@ -68,7 +81,7 @@ class Finding:
 
     @property
     def caught(self):
-        return self.verdict in CAUGHT
+        return Verdict(self.verdict).caught
 
     @classmethod
     def from_json(cls, data):
