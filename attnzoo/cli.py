@@ -229,8 +229,8 @@ def cmd_list(args):
 
 def cmd_show(args):
     import zoo
-    from attnzoo import catalogue
     from attnzoo.check import check_device, check_seed
+    from attnzoo.show import show
 
     try:
         entry = zoo.entry(args.id)
@@ -239,7 +239,7 @@ def cmd_show(args):
     check_seed(args.seed)
     check_device(args.device)
     depth = getattr(entry.meta, "depth", "quick") if args.depth == "entry" else args.depth
-    text, failing = catalogue.show(entry, args.seed, args.device, args.dtype, depth)
+    text, failing = show(entry, args.seed, args.device, args.dtype, depth)
     print(text)
     return 1 if failing else 0
 
