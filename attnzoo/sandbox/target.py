@@ -221,11 +221,3 @@ def _type_of(fn, args):
     except Exception:  # noqa: BLE001 - a probe; whatever the function does is an answer
         return "error"
 
-
-def manifest(obj, target):
-    """Check signatures and list what the target offers; raise BadTarget if nothing usable.
-    Facts are read from the object and decided on as data (attnzoo.sandbox.offer), here as
-    in the parent of a worker."""
-    from attnzoo.sandbox import offer
-
-    return offer.decide(offer.facts(obj, target), target)
