@@ -13,8 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 import zoo
-from attnzoo import catalogue, vocabulary
-from attnzoo.devtools import gpu
+from attnzoo import catalogue, gpu, vocabulary
 from attnzoo.matrix import model, render
 from attnzoo.matrix.plugin import COMMITTED, KillMatrixReport, compare
 from detectors.kit.verdict import CAUGHT, VERDICTS
