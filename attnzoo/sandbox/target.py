@@ -195,7 +195,7 @@ def infer_backend(module):
     array) is called once; a torch.Tensor answer, or an error where torch tensors work, means
     the module speaks torch. None when the probe cannot tell.
     """
-    import numpy as np
+    import numpy as np  # only when a backend is inferred, not on import
 
     probes = [("causal_mask", lambda: (2,)), ("softmax", lambda: (np.array([[0.0, 1.0]]),))]
     for name, args in probes:
@@ -208,7 +208,7 @@ def infer_backend(module):
         if answered == "Tensor":
             return "torch"
         if answered == "error" and name == "softmax":
-            import torch
+            import torch  # only when numpy could not tell
 
             if _type_of(fn, (torch.tensor([[0.0, 1.0]]),)) == "Tensor":
                 return "torch"

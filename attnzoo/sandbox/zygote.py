@@ -279,7 +279,7 @@ def _pytest(args, env):
     sys.argv = ["pytest", *args]
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(1)
-    import pytest
+    import pytest  # only in a pytest child, never in the server before it forks
 
     return int(pytest.main(list(args)))
 
