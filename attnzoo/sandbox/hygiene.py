@@ -11,7 +11,9 @@ interpreter exit kill every live worker first.
 
 import atexit
 import contextlib
+import ctypes
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -83,8 +85,6 @@ def spawn(wire_fd, env):
 
 def wait_readable(sock, capture, seconds):
     """Drain the output until ``sock`` has data (True) or ``seconds`` pass (False)."""
-    import select
-
     until = time.monotonic() + seconds
     open_ = True
     while True:
@@ -207,8 +207,6 @@ def install():
     if _installed:
         return
     _installed = True
-    import ctypes
-
     try:  # Linux: processes the target orphans are re-parented to attnzoo, not to init
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     except (OSError, AttributeError):
