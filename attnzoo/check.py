@@ -98,9 +98,8 @@ def run_check(locator, *, backend=None, mask_convention="keep", causal_alignment
     failure that did not happen does. A ``dtype`` given scopes every call of the run to it;
     without one the calls are float64 and detectors about dtypes try every dtype. With
     ``shrink``, each flagged attention case is also shrunk to the smallest case found that
-    still fails (attnzoo.shrink). ``follow=False`` skips learning every case's outcome of a
-    flagged detector (``attnzoo.diagnosis.follow``): no diagnosis; the cost it saves is what
-    ``python -m attnzoo.devtools.follow_cost`` measures.
+    still fails (attnzoo.shrink). ``follow=False`` stops each detector at its first failure
+    (``attnzoo.runner``) instead of recording every case's outcome: no diagnosis.
     """
     import functools
     from types import SimpleNamespace

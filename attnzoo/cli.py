@@ -1,9 +1,9 @@
 """``attnzoo``: check anyone's attention against the detectors; browse and grow the zoo.
 
 Parsing and dispatch only: each command's work lives in its room (``check``, ``catalogue``,
-``matrix``, ``scaffold``, ``devtools``). Exit codes: 0 nothing flagged, 1 a detector flagged
-the target, 2 bad input or usage, 3 a detector itself failed (a bug in attnzoo, never counted
-as a verdict on the target).
+``show``, ``matrix``, ``gpu``, ``scaffold``, ``devtools``). Exit codes: 0 nothing flagged, 1 a
+detector flagged the target, 2 bad input or usage, 3 a detector itself failed (a bug in
+attnzoo, never counted as a verdict on the target).
 """
 
 import argparse
@@ -154,6 +154,15 @@ def build_parser():
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_detectors)
 
+    p = sub.add_parser("gpu", help="PyTorch's SDPA kernels on CUDA: backend × dtype × detector",
+                       description="Runs the SDPA-contract detectors against each sdpa_kernel "
+                       "backend in float16, bfloat16 and float32. Exits 0 with a message when "
+                       "there is no GPU.")
+    add_run_options(p, device="cuda", dtype=False, depth="quick")
+    p.add_argument("--output", default="gpu-conformance.json", metavar="PATH")
+    p.add_argument("--markdown", metavar="PATH", help="also write the table as markdown")
+    p.set_defaults(run=cmd_gpu)
+
     from attnzoo.devtools import commands
 
     commands.add(sub, add_run_options)
@@ -229,8 +238,8 @@ def cmd_list(args):
 
 def cmd_show(args):
     import zoo
-    from attnzoo import catalogue
     from attnzoo.check import check_device, check_seed
+    from attnzoo.show import show
 
     try:
         entry = zoo.entry(args.id)
@@ -239,7 +248,7 @@ def cmd_show(args):
     check_seed(args.seed)
     check_device(args.device)
     depth = getattr(entry.meta, "depth", "quick") if args.depth == "entry" else args.depth
-    text, failing = catalogue.show(entry, args.seed, args.device, args.dtype, depth)
+    text, failing = show(entry, args.seed, args.device, args.dtype, depth)
     print(text)
     return 1 if failing else 0
 
@@ -271,6 +280,14 @@ def cmd_detectors(args):
         print(f"{r['name']:<{w}}  {r['oracle']:<13} {','.join(r['clauses']):<16} {r['property']}")
         print(f"{'':<{w}}  needs: {r['needs']}")
     return 0
+
+
+def cmd_gpu(args):
+    from attnzoo import gpu
+    from attnzoo.check import check_seed
+
+    check_seed(args.seed)
+    return gpu.run(args.device, args.output, args.markdown, args.seed, args.depth)
 
 
 def cmd_survey(args):

@@ -5,6 +5,7 @@ changes meaning, never silently.
 """
 
 from attnzoo.vocabulary import VERDICTS
+from detectors.kit.capabilities import layout, limits
 from detectors.kit.verdict import (
     CAUGHT,
     CRASHED,
@@ -50,8 +51,6 @@ def summarise(findings, not_run=()):
 def describe_target(target, dtype, seed, manifest=None):
     """The target as the report names it; ``unsupported`` are the declared limits, from the
     command line and from ``ATTNZOO_UNSUPPORTED`` beside the callable."""
-    from detectors.kit.capabilities import layout, limits
-
     declared = set(target.unsupported) | set(getattr(manifest, "unsupported", ()) or ())
     refuses = tuple(target.refuses) + tuple(getattr(manifest, "refuses", ()) or ())
     return {

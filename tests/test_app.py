@@ -13,8 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 import zoo
-from attnzoo import catalogue, vocabulary
-from attnzoo.devtools import gpu
+from attnzoo import catalogue, gpu, vocabulary
 from attnzoo.matrix import model, render
 from attnzoo.matrix.plugin import COMMITTED, KillMatrixReport, compare
 from detectors.kit.verdict import CAUGHT, VERDICTS
@@ -182,13 +181,12 @@ def test_gpu_exit_code_follows_check():
 
 
 def test_mutants_check_notices_a_detector_taken_away(monkeypatch, capsys):
-    import detectors
     from attnzoo.devtools import mutants
 
     path = REPO / "docs" / "mutants.json"
     assert mutants.check(path) == 0
-    fewer = [d for d in detectors.all_detectors() if d.NAME != "dtype_follows_input"]
-    monkeypatch.setattr(detectors, "all_detectors", lambda: fewer)
+    fewer = [d for d in mutants.all_detectors() if d.NAME != "dtype_follows_input"]
+    monkeypatch.setattr(mutants, "all_detectors", lambda: fewer)  # the suite mutants reads
     assert mutants.check(path) == 1
     out = capsys.readouterr().out
     assert "causal_mask__mutmut_" in out and "(only dtype_follows_input killed it)" in out

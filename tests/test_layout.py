@@ -9,6 +9,9 @@
 
 Every import counts, at module level or inside a function, since a lazy import is still a
 dependency. The failure names the file, the line and the import.
+
+No two project modules import each other, directly or through others: a circle means code lives
+in the wrong room, and a function-local import that hides one hides it from the reader too.
 """
 
 import ast
@@ -103,3 +106,88 @@ def test_a_violation_is_named(tmp_path):
     assert not RULES["attnzoo"]("matplotlib.pyplot")
     assert rule("detectors.kit.expect") and rule("reference.loop_oracle")
     assert room(fake) == "detectors"
+
+
+# -- no import circles -------------------------------------------------------------------------
+
+
+def module_name(path, root=ROOT):
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(path, modules, root=ROOT):
+    """The modules of ``modules`` that the file imports, at module level or in a function:
+    ``from a import b`` imports the module ``a.b`` when there is one, else ``a``."""
+    name = module_name(path, root)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            candidates = [[a.name] for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the package, one level up per extra dot
+                anchor = package.rsplit(".", node.level - 1)[0]
+                base = f"{anchor}.{base}" if base else anchor
+            candidates = [[f"{base}.{a.name}", base] for a in node.names]
+        else:
+            continue
+        for names in candidates:
+            for candidate in names:
+                while candidate and candidate not in modules:
+                    candidate = candidate.rpartition(".")[0]
+                if candidate:
+                    found.add(candidate)
+                    break
+    return found - {name}
+
+
+def import_graph(files, root=ROOT):
+    """Module -> the project modules it imports."""
+    modules = {module_name(p, root) for p in files}
+    return {module_name(p, root): imported_modules(p, modules, root) for p in files}
+
+
+def circles(graph):
+    """Every set of two or more modules that import each other through the graph, sorted."""
+    def reach(start):
+        seen, todo = set(), [start]
+        while todo:
+            for nxt in graph.get(todo.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
+
+    reached = {m: reach(m) for m in graph}
+    found = {tuple(sorted({m} | {o for o in reached[m] if m in reached[o]}))
+             for m in graph if m in reached[m]}
+    return sorted(found)
+
+
+def named(found):
+    return "; ".join(" <-> ".join(c) for c in found)
+
+
+def test_no_import_circles():
+    found = circles(import_graph(FILES))
+    assert not found, f"modules that import each other (move the code they share): {named(found)}"
+
+
+def test_a_circle_is_named(tmp_path):
+    """The rule can fail: a circle through a function-local import is reported, by its modules."""
+    files = {"pkg/__init__.py": "",
+             "pkg/a.py": "from pkg import b\n",
+             "pkg/b.py": "def f():\n    from pkg.c import g\n",
+             "pkg/c.py": "import pkg.a\n",
+             "pkg/d.py": "from . import a\n"}
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    graph = import_graph(sorted(tmp_path.rglob("*.py")), tmp_path)
+    assert graph["pkg.b"] == {"pkg.c"} and graph["pkg.d"] == {"pkg.a"}
+    found = circles(graph)
+    assert found == [("pkg.a", "pkg.b", "pkg.c")]
+    assert named(found) == "pkg.a <-> pkg.b <-> pkg.c"
+    assert circles({"x": {"y"}, "y": set()}) == []

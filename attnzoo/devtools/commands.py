@@ -1,9 +1,9 @@
-"""The developer tools' commands: ``docs``, ``mutants``, ``bench`` and ``gpu``.
+"""The developer tools' commands: ``docs``, ``mutants`` and ``bench``.
 
 Their parsers are added to the command line here so that ``attnzoo.cli`` stays parsing and
 dispatch of the user's commands; each handler imports its tool only when it runs (matplotlib
-and mutmut are never imported for ``attnzoo check``). ``docs``, ``mutants`` and ``bench`` work
-on a checkout of the project (``project.root``); ``gpu`` runs anywhere.
+and mutmut are never imported for ``attnzoo check``). They work on a checkout of the project
+(``project.root``).
 """
 
 import os
@@ -48,15 +48,6 @@ def add(sub, add_run_options):
                    help="only attnzoo matrix today against attnzoo matrix at commit REV of this "
                    "repository, in turn on this machine: walls, cells and their ratios")
     p.set_defaults(run=cmd_bench)
-
-    p = sub.add_parser("gpu", help="PyTorch's SDPA kernels on CUDA: backend × dtype × detector",
-                       description="Runs the SDPA-contract detectors against each sdpa_kernel "
-                       "backend in float16, bfloat16 and float32. Exits 0 with a message when "
-                       "there is no GPU.")
-    add_run_options(p, device="cuda", dtype=False, depth="quick")
-    p.add_argument("--output", default="gpu-conformance.json", metavar="PATH")
-    p.add_argument("--markdown", metavar="PATH", help="also write the table as markdown")
-    p.set_defaults(run=cmd_gpu)
 
     p = sub.add_parser("docs", help="regenerate docs/: catalogue pages, kill-matrix JSON and PNG",
                        description="Run the kill matrix (seed 0) and write docs/kill-matrix.json, "
@@ -105,14 +96,6 @@ def cmd_bench(args):
         return 0
     return bench.run(args.repeats, scales, args.output, not args.no_xdist_compare, args.ratio,
                      args.checks)
-
-
-def cmd_gpu(args):
-    from attnzoo.check import check_seed
-    from attnzoo.devtools import gpu
-
-    check_seed(args.seed)
-    return gpu.run(args.device, args.output, args.markdown, args.seed, args.depth)
 
 
 def cmd_docs(args):

@@ -1,6 +1,7 @@
 """``docs/mutants.png``: the share of each reference method's mutants each detector kills."""
 
 from attnzoo.vocabulary import CAUGHT
+from detectors import by_name
 
 
 def method_of(name):
@@ -13,11 +14,9 @@ def method_of(name):
 
 def heatmap(doc, path):
     """docs/mutants.png: share of each reference method's mutants that each detector kills."""
-    import matplotlib
+    import matplotlib  # matplotlib, a developer's dependency: only when a picture is drawn
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-
-    from detectors import by_name
 
     caught = CAUGHT
     cells, names = doc["cells"], doc["detectors"] + doc["baselines"]

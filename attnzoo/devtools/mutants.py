@@ -19,7 +19,13 @@ import time
 from pathlib import Path
 
 from attnzoo.devtools import project
+from attnzoo.devtools.mutant_heatmap import heatmap
+from attnzoo.matrix import model as matrix
+from attnzoo.runner import run
 from attnzoo.vocabulary import CAUGHT
+from detectors import all_detectors, baseline_suites
+from detectors.kit import judge
+from detectors.kit.battery import Battery
 from detectors.kit.verdict import ERROR, NA, SURVIVED
 
 ROOT = project.find() or Path.cwd()  # the checkout: the command refuses to run without one
@@ -96,12 +102,6 @@ def per_detector(names, jobs):
 
 def worker(work):
     """Inside mutants/: activate each mutant and run every detector on its reference rows."""
-    from attnzoo.matrix import model as matrix
-    from attnzoo.runner import run
-    from detectors import all_detectors, baseline_suites
-    from detectors.kit import tolerance
-    from detectors.kit.battery import Battery
-
     names = json.loads(Path(work).read_text())
     detectors = all_detectors() + baseline_suites()
     battery = Battery(0)
@@ -109,7 +109,7 @@ def worker(work):
     cells = {}
     for name in [""] + names:  # "" first: the unmutated reference must be clean
         os.environ["MUTANT_UNDER_TEST"] = name
-        tolerance._reference_error.cache_clear()  # the reference's own error moves with it
+        judge._reference_error.cache_clear()  # the reference's own error moves with it
         module = name.rsplit(".", 1)[0] if name else ""
         reach = REACHES.get(module, tuple(rows))
         verdicts = {}
@@ -199,8 +199,6 @@ def check(path):
     left the suite survives now; a detector the file does not know has never met the mutants;
     a run that did not kill every mutant is not done. Each problem is one line; exit 1 if any.
     """
-    from detectors import all_detectors
-
     doc = json.loads(Path(path).read_text(encoding="utf-8"))
     today = [d.NAME for d in all_detectors()]
     problems = []
@@ -225,8 +223,6 @@ def check(path):
 
 
 def main_run(output, jobs, log):
-    from detectors import all_detectors, baseline_suites
-
     start = time.perf_counter()
     stats = run_mutmut(log)
     summary = score(stats)
@@ -241,8 +237,6 @@ def main_run(output, jobs, log):
            "seconds": round(time.perf_counter() - start, 1)}
     Path(output).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     picture = Path(output).with_suffix(".png")
-    from attnzoo.devtools.mutant_heatmap import heatmap
-
     heatmap(doc, picture)
     print(f"\nper-detector mutant matrix written to {output} and {picture} "
           f"({doc['seconds']:.0f} s; mutmut's log: {log})")

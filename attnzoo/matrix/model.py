@@ -8,7 +8,7 @@ is a kind of ``attnzoo.vocabulary.CELLS``. Text and markdown are ``attnzoo.matri
 import json
 from dataclasses import dataclass, field
 
-from attnzoo.catalogue import REFERENCE_ROWS, ROW_BACKENDS
+from attnzoo import catalogue
 from attnzoo.runner import run
 from attnzoo.sandbox.executor import InProcess
 from attnzoo.sandbox.target import Target
@@ -34,7 +34,7 @@ class Row:
         return f"{self.id}-{self.backend}"
 
     def target(self, device="cpu"):
-        contract, backend = ROW_BACKENDS[self.backend]
+        contract, backend = catalogue.ROW_BACKENDS[self.backend]
         return Target(f"{self.id}/{self.backend}", self.locator, contract, backend, device=device)
 
 
@@ -43,13 +43,12 @@ def rows(depth="quick"):
 
     A bug that shows only at a deeper tier than ``depth`` is expected to survive everything.
     """
-    import zoo
-    from attnzoo import catalogue
+    import zoo  # every entry's file and torch: only once rows are asked for
 
     def reached(bug):
         return zoo.DEPTHS.index(bug.depth) <= zoo.DEPTHS.index(depth)
 
-    out = [Row("reference", "reference", b, loc) for b, loc in REFERENCE_ROWS]
+    out = [Row("reference", "reference", b, loc) for b, loc in catalogue.REFERENCE_ROWS]
     for entry in catalogue.bugs():
         for backend in entry.backends:
             expected = tuple(entry.meta.caught_by) if reached(entry.meta) else ()

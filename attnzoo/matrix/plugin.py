@@ -8,6 +8,10 @@ When the run computed the whole matrix at the committed seed, every cell is comp
 ``docs/kill-matrix.json`` (the kind and the verdict, not the message text): a cell that differs
 fails the session, listed, because the docs built from that file would then be out of date. A
 ``-k`` subset, or another ``--kill-matrix-seed``, is compared with nothing.
+
+Every pytest run of the project loads this plugin (``-p`` in pyproject.toml), one of the
+reference's tests alone included: the matrix model, the detectors and the renderer are imported
+when there are cells to summarise, not when the plugin loads.
 """
 
 import json
@@ -48,7 +52,7 @@ class KillMatrixReport:
                 self.cells[(value["row"], value["finding"]["detector"])] = value["finding"]
 
     def matrix(self):
-        from attnzoo.matrix.model import Matrix, rows
+        from attnzoo.matrix.model import Matrix, rows  # deferred: see the module docstring
         from detectors import all_detectors, baseline_suites
         from detectors.kit.verdict import Finding
 
@@ -62,7 +66,7 @@ class KillMatrixReport:
 
     def is_whole(self):
         """Did this run compute every cell of today's matrix?"""
-        from attnzoo.matrix.model import rows
+        from attnzoo.matrix.model import rows  # deferred: see the module docstring
         from detectors import all_detectors, baseline_suites
 
         names = [d.NAME for d in all_detectors() + baseline_suites()]
@@ -87,7 +91,7 @@ class KillMatrixReport:
     def pytest_terminal_summary(self, terminalreporter):
         if not self.cells or hasattr(self.config, "workerinput"):
             return
-        from attnzoo.matrix import render
+        from attnzoo.matrix import render  # deferred: see the module docstring
 
         matrix = self.matrix()
         terminalreporter.section("kill matrix")

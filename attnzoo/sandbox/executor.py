@@ -11,7 +11,8 @@ import signal
 import threading
 
 from attnzoo.sandbox import decide, probes
-from attnzoo.sandbox.target import BadTarget, load, manifest, renewed
+from attnzoo.sandbox.offer import manifest
+from attnzoo.sandbox.target import BadTarget, load, renewed
 from detectors.kit.verdict import CRASHED, HUNG, ImplementationFailure
 
 CALL_SECONDS = 10.0  # per-call time limit

@@ -11,11 +11,15 @@ interpreter exit kill every live worker first.
 
 import atexit
 import contextlib
+import ctypes
 import os
+import select
 import signal
 import subprocess
 import sys
 import time
+
+from attnzoo.sandbox import zygote
 
 HEAD = TAIL = 64 * 1024  # bytes of the implementation's output kept at each end
 PR_SET_CHILD_SUBREAPER = 36
@@ -67,8 +71,6 @@ def spawn(wire_fd, env):
     """Start a worker in its own session, speaking on ``wire_fd``, forked from the server that
     has torch imported (:mod:`attnzoo.sandbox.zygote`); returns (its process, Capture of its
     output)."""
-    from attnzoo.sandbox import zygote
-
     read, write = os.pipe()
     try:
         proc = zygote.spawn(wire_fd, write, env)
@@ -83,8 +85,6 @@ def spawn(wire_fd, env):
 
 def wait_readable(sock, capture, seconds):
     """Drain the output until ``sock`` has data (True) or ``seconds`` pass (False)."""
-    import select
-
     until = time.monotonic() + seconds
     open_ = True
     while True:
@@ -138,8 +138,6 @@ def _signal(pid):
 def _strays(worker):
     """Live processes of the worker's group or session, its descendants, and (subreaper)
     descendants of attnzoo that are not other workers."""
-    from attnzoo.sandbox import zygote
-
     me = os.getpid()
     table = {}
     for name in os.listdir("/proc") if os.path.isdir("/proc") else ():
@@ -209,8 +207,6 @@ def install():
     if _installed:
         return
     _installed = True
-    import ctypes
-
     try:  # Linux: processes the target orphans are re-parented to attnzoo, not to init
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     except (OSError, AttributeError):
@@ -239,12 +235,3 @@ def _on_signal(signum, frame):
     finally:
         os._exit(128 + signum)
 
-
-def die_with_parent():
-    """In the worker: SIGKILL when attnzoo dies, even by SIGKILL (Linux only)."""
-    import ctypes
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass

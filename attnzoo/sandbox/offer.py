@@ -70,6 +70,12 @@ class Malformed(ValueError):
     """What the worker sent is not facts about a target."""
 
 
+def manifest(obj, target):
+    """Check signatures and list what the target offers; raise BadTarget if nothing usable.
+    Facts are read from the object and decided on as data, here as in the parent of a worker."""
+    return decide(facts(obj, target), target)
+
+
 def decide(data, target):
     """The Manifest, or BadTarget with a one-line fix; Malformed for data that is not facts."""
     if not isinstance(data, dict):

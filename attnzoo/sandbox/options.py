@@ -57,7 +57,7 @@ def check_device(device):
     """A device must hold data attnzoo can read back; meta tensors have shapes but no values."""
     if device == "cpu":
         return
-    import torch
+    import torch  # only for a device other than the CPU: --device cpu needs no torch
 
     try:
         parsed = torch.device(device)

@@ -198,7 +198,7 @@ class _Torch:
     threads_pinned = False
 
     def __init__(self, device):
-        import torch
+        import torch  # only for a torch target: a numpy one never imports torch
 
         self.torch = torch
         self.base = torch._C.TensorBase

@@ -195,7 +195,7 @@ def infer_backend(module):
     array) is called once; a torch.Tensor answer, or an error where torch tensors work, means
     the module speaks torch. None when the probe cannot tell.
     """
-    import numpy as np
+    import numpy as np  # only when a backend is inferred, not on import
 
     probes = [("causal_mask", lambda: (2,)), ("softmax", lambda: (np.array([[0.0, 1.0]]),))]
     for name, args in probes:
@@ -208,7 +208,7 @@ def infer_backend(module):
         if answered == "Tensor":
             return "torch"
         if answered == "error" and name == "softmax":
-            import torch
+            import torch  # only when numpy could not tell
 
             if _type_of(fn, (torch.tensor([[0.0, 1.0]]),)) == "Tensor":
                 return "torch"
@@ -221,11 +221,3 @@ def _type_of(fn, args):
     except Exception:  # noqa: BLE001 - a probe; whatever the function does is an answer
         return "error"
 
-
-def manifest(obj, target):
-    """Check signatures and list what the target offers; raise BadTarget if nothing usable.
-    Facts are read from the object and decided on as data (attnzoo.sandbox.offer), here as
-    in the parent of a worker."""
-    from attnzoo.sandbox import offer
-
-    return offer.decide(offer.facts(obj, target), target)

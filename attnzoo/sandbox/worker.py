@@ -13,16 +13,17 @@ holds them now.
 Nothing here decides a verdict: the parent reads every reply as untrusted data.
 """
 
+import socket
 import sys
+
+from attnzoo.sandbox import lifeline
 
 
 def main(fd):
-    import socket
-
-    from attnzoo.sandbox import hygiene
-
-    hygiene.die_with_parent()
+    lifeline.die_with_parent()
     sock = socket.socket(fileno=fd)
+    # imported once the worker is tied to attnzoo: started alone, this is where it spends its
+    # seconds importing numpy and torch (a forked one has them from the server already)
     from attnzoo.sandbox import decide, offer, probes, wire
     from attnzoo.sandbox.target import BadTarget, Target, describe, infer_backend, load
     from detectors.kit.verdict import ImplementationFailure

@@ -32,6 +32,8 @@ import sys
 import threading
 import time
 
+from attnzoo.sandbox import lifeline, worker
+
 PRELOAD = ["numpy", "torch", "detectors.kit.verdict", "attnzoo.sandbox.decide",
            "attnzoo.sandbox.offer", "attnzoo.sandbox.probes", "attnzoo.sandbox.target",
            "attnzoo.sandbox.wire", "attnzoo.sandbox.worker"]
@@ -184,9 +186,7 @@ def server_pid():
 
 
 def serve(fd, modules):
-    from attnzoo.sandbox import hygiene
-
-    hygiene.die_with_parent()
+    lifeline.die_with_parent()
     sock = socket.socket(fileno=fd)
     for name in modules:
         __import__(name)
@@ -235,9 +235,7 @@ def _become_child(request, fds, server_fds):
             os.close(f)
         wire_fd, out_fd = fds
         os.setsid()
-        from attnzoo.sandbox import hygiene, worker
-
-        hygiene.die_with_parent()
+        lifeline.die_with_parent()
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(out_fd, 1)
@@ -281,7 +279,7 @@ def _pytest(args, env):
     sys.argv = ["pytest", *args]
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(1)
-    import pytest
+    import pytest  # only in a pytest child, never in the server before it forks
 
     return int(pytest.main(list(args)))
 

@@ -11,8 +11,17 @@ scored.
 import platform
 import time
 
+from attnzoo.diagnosis.cases import lighten
+from attnzoo.diagnosis.group import diagnose
+from attnzoo.report import summarise
+from attnzoo.runner import run
+from attnzoo.sandbox.isolated import Isolated
+from attnzoo.sandbox.target import BadTarget, Target
 from attnzoo.survey import adapters
 from attnzoo.survey.capabilities import features, supported
+from detectors import all_detectors
+from detectors.kit.battery import Battery
+from detectors.kit.subject import Subject
 
 # detectors that test one feature and nothing else: not run where it is declared unsupported
 NEEDS = {"autograd": ("correct_gradients",), "dropout": ("dropout_is_inverted",)}
@@ -76,14 +85,6 @@ class Skip(Exception):
 
 
 def run_one(module, decl, dtype, seed):
-    from attnzoo.report import summarise
-    from attnzoo.runner import run
-    from attnzoo.sandbox.isolated import Isolated
-    from attnzoo.sandbox.target import BadTarget, Target
-    from detectors import all_detectors
-    from detectors.kit.battery import Battery
-    from detectors.kit.subject import Subject
-
     battery = Battery(seed)  # cases outside the declaration are set aside by the subject
     set_aside = sorted(c.name for c in battery.attention if not supported(decl, c)
                        and features(c) & decl.unsupported != {"e_ne_ev"})
@@ -103,9 +104,6 @@ def run_one(module, decl, dtype, seed):
         findings = [run(d, subject, battery, cases=True) for d in chosen]
     finally:
         executor.close()
-    from attnzoo.diagnosis.cases import lighten
-    from attnzoo.diagnosis.group import diagnose
-
     diagnosis = diagnose([f.to_json() for f in findings])
     lighten(findings)
     return {

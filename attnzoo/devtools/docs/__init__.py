@@ -46,7 +46,7 @@ __all__ = ["BLOCK", "JSON_PATH", "PNG_PATH", "ROOT", "TEST_DESIGN", "coverage", 
 
 def render(data, root=ROOT):
     """{relative path: text} for every generated text file (not the JSON, not the PNG)."""
-    import zoo
+    import zoo  # the zoo imports every entry and torch: only when pages are made
 
     view = View(data)
     files = {}

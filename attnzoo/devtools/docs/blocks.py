@@ -75,7 +75,7 @@ def block_suites(view):
 
 
 def block_categories(view):
-    import zoo
+    import zoo  # the zoo imports every entry and torch: only when pages are made
 
     groups = view.groups()
     cats = [c for c in zoo.CATEGORIES if any(r["category"] == c for r in view.bug_rows)]

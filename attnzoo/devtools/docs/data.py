@@ -9,6 +9,8 @@ import re
 from pathlib import Path
 
 from attnzoo.devtools import project
+from attnzoo.matrix import model as matrix
+from detectors import all_detectors, baseline_suites
 
 ROOT = project.find() or Path.cwd()  # the checkout: ``attnzoo docs`` refuses to run without one
 DOCS = Path("docs")
@@ -59,23 +61,17 @@ def load(path):
 
 
 def run_matrix(seed=0, progress=None):
-    from attnzoo.matrix import model as matrix
-
     return matrix_data(matrix.evaluate(seed, progress=progress))
 
 
 def current_rows():
     """The rows the matrix has today, as the JSON describes them."""
-    from attnzoo.matrix import model as matrix
-
     return [{"row": r.label, "kind": r.kind, "id": r.id, "backend": r.backend,
              "category": r.category, "expected": list(r.expected)} for r in matrix.rows()]
 
 
 def coverage(data):
     """What differs between the JSON's rows and columns and today's zoo and detectors."""
-    from detectors import all_detectors, baseline_suites
-
     problems = []
     keys = ("kind", "id", "backend", "category", "expected")
     have = {r["row"]: {k: r[k] for k in keys} for r in data["rows"]}

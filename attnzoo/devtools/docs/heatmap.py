@@ -49,7 +49,7 @@ def heatmap_layout(view):
 
 def heatmap(data, path):
     """docs/kill-matrix.png: deterministic (Agg, no metadata), legible at a glance."""
-    import matplotlib
+    import matplotlib  # matplotlib, a developer's dependency: only when a picture is drawn
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.collections import PatchCollection
     from matplotlib.figure import Figure

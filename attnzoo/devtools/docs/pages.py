@@ -17,13 +17,14 @@ from attnzoo.devtools.docs.view import (
     verdict_table,
     why_not,
 )
+from attnzoo.diff import method_diffs
 from attnzoo.vocabulary import CAUGHT_CELLS, CELLS
 
 FALSE_ALARM = CELLS["false"].glyph
 
 
 def bug_page(entry, view):
-    import zoo
+    import zoo  # the zoo imports every entry and torch: only when pages are made
 
     meta = entry.meta
     rows = view.rows_of(meta.id)
@@ -55,8 +56,6 @@ def bug_page(entry, view):
     lines += ["", "## The buggy lines", "",
               "Each implementation subclasses the reference and replaces one method; the diff "
               "is against the method it replaces.", ""]
-    from attnzoo.diff import method_diffs
-
     for backend in entry.backends:
         for label, diff in method_diffs(entry.implementation(backend)) or [("", "")]:
             if not diff:
@@ -159,7 +158,7 @@ def decoy_page(entry, view):
 
 
 def index_page(view):
-    import zoo
+    import zoo  # the zoo imports every entry and torch: only when pages are made
 
     s = view.data.get("summary", {})
     lines = [STAMP.format(sources=f"zoo/ and {JSON_PATH.as_posix()}"), "",

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from attnzoo.devtools.docs.data import ROOT
 from attnzoo.vocabulary import CAUGHT_CELLS, glyph, legend
+from detectors import by_name
 
 
 def code(text):
@@ -53,8 +54,6 @@ def story(entry):
 
 
 def detector_info():
-    from detectors import by_name
-
     return {n: {"oracle": d.ORACLE, "property": d.PROPERTY, "clauses": tuple(d.CLAUSES)}
             for n, d in by_name().items()}
 

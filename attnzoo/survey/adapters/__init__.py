@@ -5,7 +5,8 @@ An adapter converts only what the library's API defines differently — the layo
 the mask convention, the array type — and never the library's math; its docstring says exactly
 what it converts. The library is imported on the first call, in the sandbox worker, so reading
 a declaration needs nothing installed and a library that crashes on import crashes the worker,
-not the survey.
+not the survey. So are the helpers that import torch (``_convert``, ``_hf``, ``_mha``): each
+adapter imports them inside the function that calls them.
 """
 
 import importlib

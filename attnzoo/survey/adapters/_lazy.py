@@ -8,13 +8,13 @@ library then, under the load time limit, so no call pays for the import.
 
 import importlib
 
+from attnzoo.sandbox.target import BadTarget
+
 
 def loader(declaration, fn, before=None):
     def __getattr__(name):
         if name != "sdpa":
             raise AttributeError(name)
-        from attnzoo.sandbox.target import BadTarget
-
         try:
             if before is not None:
                 before()

@@ -23,7 +23,7 @@ def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, sca
          enable_gqa=False):
     import numpy as np
 
-    from attnzoo.survey.adapters import _convert, _keras
+    from attnzoo.survey.adapters import _convert
 
     out = _keras.attend("numpy", query, key, value, attn_mask, dropout_p, is_causal, scale,
                         _convert.to_numpy)

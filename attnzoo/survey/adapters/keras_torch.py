@@ -20,8 +20,6 @@ DECLARATION = Declaration(
 
 def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
          enable_gqa=False):
-    from attnzoo.survey.adapters import _keras
-
     return _keras.attend("torch", query, key, value, attn_mask, dropout_p, is_causal, scale,
                          lambda t: t)  # (N, L, H, Ev), as declared
 

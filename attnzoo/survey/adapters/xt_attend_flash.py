@@ -4,6 +4,7 @@ Converts what :mod:`attnzoo.survey.adapters.xt_attend` converts; only ``flash`` 
 """
 
 from attnzoo.survey.adapters import _lazy
+from attnzoo.survey.adapters.xt_attend import attend
 from attnzoo.survey.capabilities import Declaration
 
 DECLARATION = Declaration(
@@ -19,8 +20,6 @@ DECLARATION = Declaration(
 
 def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
          enable_gqa=False):
-    from attnzoo.survey.adapters.xt_attend import attend
-
     return attend(query, key, value, attn_mask, dropout_p, is_causal, scale, flash=True)
 
 

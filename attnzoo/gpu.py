@@ -12,8 +12,14 @@ import json
 import time
 from pathlib import Path
 
+from attnzoo.runner import run as run_detector
+from attnzoo.sandbox.executor import InProcess
+from attnzoo.sandbox.target import Target
 from attnzoo.vocabulary import CAUGHT, UNSUPPORTED, VERDICTS
-from detectors.kit.verdict import CRASHED, ERROR
+from detectors import all_detectors
+from detectors.kit.battery import Battery
+from detectors.kit.subject import Subject
+from detectors.kit.verdict import CRASHED, ERROR, ImplementationFailure
 
 BACKENDS = ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION", "MATH")
 DTYPES = ("float16", "bfloat16", "float32")
@@ -28,7 +34,7 @@ class Kernel:
 
     def __call__(self, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                  scale=None, enable_gqa=False):
-        import torch.nn.functional as F
+        import torch.nn.functional as F  # torch when a kernel is called, not on import
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
         with sdpa_kernel([getattr(SDPBackend, self.backend)]):
@@ -46,11 +52,6 @@ def refused(text):
 
 
 def kernel_subject(backend, dtype, device):
-    from attnzoo.sandbox.executor import InProcess
-    from attnzoo.sandbox.target import Target
-    from detectors.kit.subject import Subject
-    from detectors.kit.verdict import ImplementationFailure
-
     class KernelSubject(Subject):
         """Skips the calls the kernel refuses, remembering them by case."""
 
@@ -68,17 +69,13 @@ def kernel_subject(backend, dtype, device):
                     self.refusals[key] = refused(e.what)
             return not self.refusals[key]
 
-    target = Target(f"{backend}/{dtype}", f"attnzoo.devtools.gpu:Kernel({backend})", "sdpa",
+    target = Target(f"{backend}/{dtype}", f"attnzoo.gpu:Kernel({backend})", "sdpa",
                     "torch", device=device)
     return KernelSubject(target, InProcess(target, obj=Kernel(backend)), dtype)
 
 
 def run(device, output, markdown, seed=0, depth="quick"):
-    import torch
-
-    from attnzoo.runner import run as run_detector
-    from detectors import all_detectors
-    from detectors.kit.battery import Battery
+    import torch  # torch when the table runs: its rendering and exit code need none
 
     if device.startswith("cuda") and not torch.cuda.is_available():
         print("no CUDA device here: the GPU conformance table needs one; nothing was run "

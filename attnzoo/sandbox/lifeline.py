@@ -1,0 +1,20 @@
+"""A child process's tie to attnzoo: it dies when attnzoo dies.
+
+Both the worker server (:mod:`attnzoo.sandbox.zygote`) and each worker
+(:mod:`attnzoo.sandbox.worker`) call :func:`die_with_parent` first thing, before their slow
+imports. It lives apart from :mod:`attnzoo.sandbox.hygiene`, the parent's side of the workers'
+lives, so that neither child imports the parent's side.
+"""
+
+import ctypes
+import signal
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent():
+    """SIGKILL when the parent dies, even by SIGKILL (Linux only)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
