@@ -12,7 +12,6 @@ semantic detectors judge; this detector does not claim it.
 
 from detectors.kit import expect
 from detectors.kit.needs import ATTENTION
-from detectors.kit.precision import formats, on
 from detectors.kit.verdict import NotApplicable
 
 PROPERTY = "Plain cases come back as accurate as correct code at the inputs' dtype computes them."
@@ -28,12 +27,12 @@ def check(subject, battery):
     and a wrong answer whose error happens to be of a coarser format's size on some draws
     cannot make the verdict depend on the seed."""
     dtype = subject.dtype
-    found = on(subject, lambda call: subject.attend(call, dtype=dtype), dtype)
+    found = subject.judge.measure(lambda call: subject.attend(call, dtype=dtype), dtype)
     if found.effective is None:
         raise NotApplicable(
             f"the error on plain cases ({found.error:.3g} on {found.case}) is more than any "
             f"floating-point format explains ({dtype} allows {found.allows:.2g}, "
-            f"{formats(subject, dtype)[-1]} {found.cap:.2g}): a wrong answer, not a "
+            f"{subject.judge.formats(dtype)[-1]} {found.cap:.2g}): a wrong answer, not a "
             "precision, left to the semantic detectors")
     if found.coarser:
         where = expect.at("out", found.index)

@@ -34,7 +34,6 @@ import numpy as np
 
 from detectors.kit import expect
 from detectors.kit.allowed import explicit
-from detectors.kit.cases import Cases
 from detectors.kit.draw import grid
 from detectors.kit.needs import ATTENTION
 from detectors.kit.tolerance import EPS, gradient_allowance, scale
@@ -172,7 +171,7 @@ def check(subject, battery):
     if not realistic(calls):
         raise NotApplicable("no case of realistic size (keys past 64 or head dims of 64): "
                             "run it at --depth standard or deep")
-    for call in Cases(subject, realistic(calls)):
+    for call in subject.each(realistic(calls)):
         with subject.trial(call):
             upstream = grid(rng, subject.expected(call)[0].shape)
             same = explicit(call, alignment)  # the reference is top-left

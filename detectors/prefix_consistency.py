@@ -16,7 +16,6 @@ from detectors.kit.battery import Call
 from detectors.kit.expect import plural
 from detectors.kit.needs import ATTENTION, SELF_ATTENTION
 from detectors.kit.positions import probed
-from detectors.kit.sdpa_request import projected
 from detectors.kit.specs import Spec
 
 PROPERTY = "Row t of causal self-attention equals the prefix run on tokens 0..t and the one-query decode step t."
@@ -77,7 +76,7 @@ def check(subject, battery):
 
 def chunk_prefill(subject, call, full, atol):
     """Bottom-right alignment only: queries t0..T against keys 0..T with is_causal."""
-    whole = projected(call)  # (N, 1, T, d) with is_causal
+    whole = call.as_attention()  # (N, 1, T, d) with is_causal
     q, k, v = whole.q, whole.k, whole.v
     T = q.shape[-2]
     t0 = T // 2

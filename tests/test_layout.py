@@ -191,3 +191,36 @@ def test_a_circle_is_named(tmp_path):
     assert found == [("pkg.a", "pkg.b", "pkg.c")]
     assert named(found) == "pkg.a <-> pkg.b <-> pkg.c"
     assert circles({"x": {"y"}, "y": set()}) == []
+
+
+def test_detectors_import_only_the_kits_face():
+    """A detector imports the kit's public face (``detectors.kit.FACE``) and reaches the rest
+    through its subject, so the harness behind the face can change without touching one."""
+    from detectors.kit import FACE
+
+    face = {f"detectors.kit.{m}" for m in FACE}
+    bad = [f"{path.relative_to(ROOT)}:{line} imports {name}"
+           for path in FILES if room(path) == "detectors" and path.name != "__init__.py"
+           for line, name in kit_imports(path) if name not in face]
+    assert not bad, "; ".join(bad) + " (the kit's face is detectors.kit.FACE)"
+    assert all((ROOT / "detectors" / "kit" / f"{m}.py").exists() for m in FACE)
+
+
+def kit_imports(path):
+    """(line, module) for every kit module the file imports, ``from detectors.kit import x``
+    read as ``detectors.kit.x``."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module == "detectors.kit":
+            yield from ((node.lineno, f"detectors.kit.{a.name}") for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("detectors.kit."):
+            yield node.lineno, node.module
+        elif isinstance(node, ast.Import):
+            yield from ((node.lineno, a.name) for a in node.names
+                        if a.name.startswith("detectors.kit."))
+
+
+def test_the_face_rule_can_fail(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("from detectors.kit import expect, subject\nimport detectors.kit.judge\n")
+    assert [n for _, n in kit_imports(probe)] == [
+        "detectors.kit.expect", "detectors.kit.subject", "detectors.kit.judge"]

@@ -102,6 +102,14 @@ class SelfCall:
         """(out, weights) from the loop oracle under the lesson's causal mask."""
         return _self_oracle(self)
 
+    def as_attention(self):
+        """This call as SDPA sees it: attention on its (N, 1, T, d) projections, is_causal."""
+        q, k, v = self.projections()  # (..., T, d_k), (..., T, d_k), (..., T, d_v)
+        lead = (q.shape[0] if q.ndim == 3 else 1, 1)
+        q, k, v = (a.reshape(lead + a.shape[-2:]) for a in (q, k, v))
+        spec = Spec(self.name, q.shape, k.shape, v.shape, causal=True)
+        return Call(spec, q, k, v, name=self.name)
+
 
 @functools.lru_cache(maxsize=1024)
 def _self_oracle(call):

@@ -71,6 +71,15 @@ class Judge:
                 s, lambda call: precision.attend(probe, call, dtype), dtype)
         return self.precisions[dtype]
 
+    def measure(self, attend, dtype):
+        """The precision ``attend(call)`` answers plain cases at (``computes_at_input_precision``
+        measures the subject's own calls with it, as the run was measured)."""
+        return precision.on(self.subject, attend, dtype)
+
+    def formats(self, dtype):
+        """``dtype`` and the coarser formats the subject may compute it at, coarsest last."""
+        return precision.formats(self.subject, dtype)
+
     def effective(self, dtype):
         """The format relations at ``dtype`` are judged at: the measured one, or ``dtype``
         itself when no floating-point format explains the error (the cap)."""

@@ -83,6 +83,10 @@ class Offers:
                 out.append(c)
         return out
 
+    def each(self, calls):
+        """``calls`` iterated as the battery's cases are: each marked current, the progress told."""
+        return Cases(self, calls)
+
     @property
     def weights_free(self):
         """Do the weights come with the output (a lesson ``attention``), at no extra call?"""

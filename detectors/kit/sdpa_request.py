@@ -83,14 +83,7 @@ def build(subject, call, v, dtype, **kw):
 
 def projected(call):
     """A self-attention call as an SDPA call on (N, 1, T, d) projections with is_causal."""
-    from detectors.kit.battery import Call
-    from detectors.kit.specs import Spec
-
-    q, k, v = call.projections()  # (..., T, d_k), (..., T, d_k), (..., T, d_v)
-    lead = (q.shape[0] if q.ndim == 3 else 1, 1)
-    q, k, v = (a.reshape(lead + a.shape[-2:]) for a in (q, k, v))
-    spec = Spec(call.name, q.shape, k.shape, v.shape, causal=True)
-    return Call(spec, q, k, v, name=call.name)
+    return call.as_attention()
 
 
 def unfold(a, shape):
