@@ -28,6 +28,11 @@ def check(subject, battery):
     cannot make the verdict depend on the seed."""
     dtype = subject.dtype
     found = subject.judge.measure(lambda call: subject.attend(call, dtype=dtype), dtype)
+    if found.effective is None and found.unlike:
+        raise NotApplicable(
+            f"the error on plain cases ({found.error:.3g} on {found.case}) looks like a "
+            f"coarser format's rounding, but {found.unlike}: a wrong answer, not a precision, "
+            "left to the semantic detectors")
     if found.effective is None:
         raise NotApplicable(
             f"the error on plain cases ({found.error:.3g} on {found.case}) is more than any "

@@ -6,6 +6,8 @@ answer still fails. ``check --dtype D`` sends the target nothing but D. A target
 ``layout=BLHE`` is called in its own layout by the harness.
 """
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -18,6 +20,7 @@ from detectors import all_detectors, by_name
 from detectors.kit import expect, precision
 from detectors.kit.battery import Battery
 from detectors.kit.subject import Subject
+from detectors.kit.tolerance import _round
 from reference.sdpa import scaled_dot_product_attention
 from zoo.computes_in_half import Torch as ComputesInHalf
 
@@ -54,6 +57,25 @@ def test_a_float32_softmax_is_one_precision_finding_not_a_column_of_kills():
 
 def test_a_float32_softmax_is_clean_at_float32():
     assert flagged(FLOAT32_SOFTMAX, dtype="float32") == {}
+
+
+def test_a_soft_cap_is_a_wrong_answer_not_a_coarser_precision():
+    """Its error on plain cases is float16-sized, but on scores that are exact in every format
+    it is far more than rounding: it is judged at float64, not absorbed as float16."""
+    from detectors.kit import precision
+
+    subject = in_process(None, f"{TARGETS}/soft_capped.py:sdpa")
+    subject.executor = InProcess(subject.target)
+    found = precision_of(subject, "float64")
+    assert found.effective is None and "rounding probe" in found.unlike, found
+    caught = flagged(f"{TARGETS}/soft_capped.py:sdpa")
+    assert "computes_at_input_precision" not in caught
+    allowed = re.search(r"\(± ([0-9.e+-]+)\)", caught["matches_loop_oracle"].message)
+    assert float(allowed.group(1)) < 1e-8  # float64's allowance, not float16's (about 0.02)
+    for call in precision.rounding_probes():  # what makes them probes of rounding
+        scores = call.q @ np.swapaxes(call.k, -1, -2) / 2  # (1, H, 4, 8)
+        for a in (call.q, call.k, call.v, scores):
+            assert np.array_equal(_round(a, "bfloat16"), a)
 
 
 def test_computes_in_half_is_measured_at_float16_and_still_caught():

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from detectors.kit.battery import Battery
+from detectors.kit.battery import Battery, Call
+from detectors.kit.specs import Spec
 from detectors.kit.verdict import ImplementationFailure, NotApplicable, Unsupported
 
 FORMATS = ("float64", "float32", "float16", "bfloat16")  # finest first; bfloat16 is the cap
@@ -42,6 +43,7 @@ class Precision:
     got: float = 0.0
     want: float = 0.0
     cap: float = 0.0  # what the coarsest format (the cap) allows on that case
+    unlike: str = ""  # why an error of a coarser format's size is not rounding, if it is not
 
     @property
     def measured(self):
@@ -117,7 +119,55 @@ def on(subject, attend, dtype, battery=None):
         worst.effective = None  # no format explains it: a wrong answer, judged strictly
     else:  # the coarsest format any case needed; with nothing to measure, the inputs' own
         worst.effective = max(found, key=FORMATS.index) if found else dtype
+    if worst.coarser:
+        worst.unlike = unlike_rounding(subject, attend, dtype, worst.effective)
+        if worst.unlike:
+            worst.effective = None  # its error is not rounding's: a wrong answer
     return worst
+
+
+def rounding_probes():
+    """Calls whose every input and every score is exact in every format down to bfloat16,
+    with large scores a unit apart: ``s = 100 + j`` for key j. Computed in any format, the
+    softmax of such scores errs only by that format's rounding of exp (a gap of 1 is exact);
+    an answer that is further off is not rounding but a wrong answer that only looked like
+    it at ordinary logits (a soft-cap, a clamp, a shift that is not the row's max)."""
+    probes = []
+    for name, lead in (("rounding probe", (1, 2)), ("rounding probe, one head", (1, 1))):
+        H = lead[-1]
+        q = np.zeros(lead + (4, 4))  # (1, H, L=4, E=4): query i reads coordinate i
+        for i in range(4):
+            q[..., i, i] = 16.0
+        k = np.zeros(lead + (8, 4))  # (1, H, S=8, E=4): k[j, e] = 12.5 + j/8 + e/8
+        k[...] = 12.5 + np.arange(8)[:, None] / 8 + np.arange(4)[None, :] / 8
+        k[..., 1::2, :] *= -1 if H == 1 else 1  # the single head mixes signs: scores ±100
+        v = (np.arange(8 * 4).reshape(8, 4) % 7 - 3) / 4 * np.ones(lead + (1, 1))
+        spec = Spec(name, q.shape, k.shape, v.shape)
+        probes.append(Call(spec, q, k, v, name=name))
+    return probes
+
+
+def unlike_rounding(subject, attend, dtype, effective):
+    """Why an error that ``effective``'s rounding explains on plain cases is not rounding
+    (the rounding probes, judged at ``effective``), or "" when it behaves like rounding."""
+    for call in rounding_probes():
+        if not subject.supports(call) or subject.outside(call):
+            continue
+        answer = attend(call)
+        if answer is None or answer is FAILED:
+            continue
+        want = subject.expected(call)[0]
+        allows = subject.strict_allowance(call, want, effective)
+        if np.shape(answer.out) != want.shape:
+            return f"{call.name}: an answer of shape {np.shape(answer.out)}"
+        with np.errstate(invalid="ignore"):
+            error = float(np.nanmax(np.abs(np.asarray(answer.out, dtype=np.float64) - want),
+                                    initial=np.inf if not np.isfinite(answer.out).all()
+                                    else 0.0))
+        if not error <= allows:
+            return (f"on {call.name} (scores 100 apart by 1, exact in {effective}) the error "
+                    f"is {error:.2g}, where {effective} rounding allows {allows:.2g}")
+    return ""
 
 
 @functools.lru_cache(maxsize=1)
