@@ -14,10 +14,10 @@ import sys
 from attnzoo.check import BadInput
 from attnzoo.sandbox import hygiene
 from attnzoo.sandbox import options as sandbox_options
+from detectors.kit.depths import DEPTHS
+from reference import FLOAT_DTYPES
 
 EXIT_USAGE = 2
-DTYPES = ("float64", "float32", "float16", "bfloat16")
-DEPTHS = ("quick", "standard", "deep")  # the battery's tiers (detectors/kit/battery.py)
 
 
 class UsageError(BadInput):
@@ -64,7 +64,7 @@ def add_run_options(p, device="cpu", dtype=True, seed=True, depth=None, scoped=F
     p.add_argument("--device", default=device,
                    help=f"torch device of the torch calls: cpu, cuda, cuda:N (default {device})")
     if dtype:
-        p.add_argument("--dtype", choices=DTYPES, default=None if scoped else "float64",
+        p.add_argument("--dtype", choices=FLOAT_DTYPES, default=None if scoped else "float64",
                        help="dtype of every call, dtype detectors' too, when given (default "
                        "float64, with every dtype tried where a property is about dtypes)"
                        if scoped else "dtype of every call (default float64)")
