@@ -100,7 +100,7 @@ class Options:
         if raw.deadline is not None:
             check_seconds("--deadline", raw.deadline)
         check_device(raw.device)
-        raw.check_choices()
+        check_choices(raw)
         return dataclasses.replace(raw, only=only, timeout=timeout, warmup=warmup,
                                    unsupported=declared(raw.unsupported),
                                    refuses=tuple(raw.refuses or ()))
@@ -111,24 +111,26 @@ class Options:
         return cls.build(**{f.name: getattr(args, f.name)
                             for f in dataclasses.fields(cls) if hasattr(args, f.name)})
 
-    def check_choices(self):
-        """Values from a fixed list (the command line's choices, for every other caller)."""
-        from detectors.kit.depths import DEPTHS
-        from reference import FLOAT_DTYPES
 
-        for option, value, allowed in (("--backend", self.backend, BACKENDS + (None,)),
-                                       ("--mask-convention", self.mask_convention,
-                                        MASK_CONVENTIONS),
-                                       ("--causal-alignment", self.causal_alignment,
-                                        CAUSAL_ALIGNMENTS),
-                                       ("--dtype", self.dtype, FLOAT_DTYPES + (None,)),
-                                       ("--depth", self.depth, DEPTHS)):
-            if value not in allowed:
-                words = ", ".join(a for a in allowed if a is not None)
-                raise BadInput(f"{option} must be one of {words}, not {value!r}")
+def check_choices(options):
+    """Values from a fixed list (the command line's choices, for every other caller)."""
+    from detectors.kit.depths import DEPTHS
+    from reference import FLOAT_DTYPES
+
+    for option, value, allowed in (("--backend", options.backend, BACKENDS + (None,)),
+                                   ("--mask-convention", options.mask_convention,
+                                    MASK_CONVENTIONS),
+                                   ("--causal-alignment", options.causal_alignment,
+                                    CAUSAL_ALIGNMENTS),
+                                   ("--dtype", options.dtype, FLOAT_DTYPES + (None,)),
+                                   ("--depth", options.depth, DEPTHS)):
+        if value not in allowed:
+            words = ", ".join(a for a in allowed if a is not None)
+            raise BadInput(f"{option} must be one of {words}, not {value!r}")
 
 
 def check_seed(seed):
+    """The battery's seed: 0 or more."""
     if seed < 0:
         raise BadInput(f"--seed must be 0 or more, not {seed}")
 
