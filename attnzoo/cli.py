@@ -11,13 +11,13 @@ import json
 import os
 import sys
 
-from attnzoo.check import BadInput
+from attnzoo import options
+from attnzoo.options import BadInput, Options
 from attnzoo.sandbox import hygiene
-from attnzoo.sandbox import options as sandbox_options
+from detectors.kit.depths import DEPTHS
+from reference import FLOAT_DTYPES
 
 EXIT_USAGE = 2
-DTYPES = ("float64", "float32", "float16", "bfloat16")
-DEPTHS = ("quick", "standard", "deep")  # the battery's tiers (detectors/kit/battery.py)
 
 
 class UsageError(BadInput):
@@ -61,22 +61,34 @@ def add_run_options(p, device="cpu", dtype=True, seed=True, depth=None, scoped=F
     """--device, --dtype, --seed and --depth: the same words for every command that runs
     detectors (``depth`` is that command's default tier, or None for no --depth; ``scoped``:
     a --dtype given scopes every call, and none given leaves it None)."""
-    p.add_argument("--device", default=device,
-                   help=f"torch device of the torch calls: cpu, cuda, cuda:N (default {device})")
+    p.add_argument("--device", default=device, help=options.HELP["device"])
     if dtype:
-        p.add_argument("--dtype", choices=DTYPES, default=None if scoped else "float64",
-                       help="dtype of every call, dtype detectors' too, when given (default "
-                       "float64, with every dtype tried where a property is about dtypes)"
-                       if scoped else "dtype of every call (default float64)")
+        p.add_argument("--dtype", choices=FLOAT_DTYPES, default=None if scoped else "float64",
+                       help=options.HELP["dtype" if scoped else "dtype_fixed"])
     if seed:
-        p.add_argument("--seed", type=int, default=0, help="seed of the case battery (default 0)")
+        p.add_argument("--seed", type=int, default=Options.seed, help=options.HELP["seed"])
     if depth:
         shown = "the tier the entry shows at" if depth == "entry" else depth
         p.add_argument("--depth", choices=DEPTHS, default=depth,
-                       help=f"battery tier (default {shown}): quick (the kill matrix's cases), "
-                       "standard (plus realistic sizes past a tile), deep (a sampled sweep up to "
-                       "1024 tokens); a bug whose page names a deeper tier survives a shallower "
-                       "one")
+                       help=options.HELP["depth"].format(default=shown))
+
+
+def add_check_options(p):
+    """What ``check`` is told besides the target: every field of :class:`Options` but follow."""
+    h = options.HELP
+    p.add_argument("--backend", choices=options.BACKENDS, default=None, help=h["backend"])
+    p.add_argument("--mask-convention", choices=options.MASK_CONVENTIONS,
+                   default=Options.mask_convention, help=h["mask_convention"])
+    p.add_argument("--causal-alignment", choices=options.CAUSAL_ALIGNMENTS,
+                   default=Options.causal_alignment, help=h["causal_alignment"])
+    p.add_argument("--unsupported", default="", metavar="CAPABILITIES", help=h["unsupported"])
+    p.add_argument("--refuses", action="append", default=[], metavar="MESSAGE",
+                   help=h["refuses"])
+    add_run_options(p, depth=Options.depth, scoped=True)
+    for name in ("timeout", "import_timeout", "warmup", "deadline"):
+        p.add_argument("--" + name.replace("_", "-"), type=float, default=getattr(Options, name),
+                       metavar="SECONDS", help=h[name])
+    p.add_argument("--only", action="append", metavar="DETECTOR", help=h["only"])
 
 
 def build_parser():
@@ -91,26 +103,7 @@ def build_parser():
                        "(path/to/module.py) or an SDPA-style callable (file.py:func, "
                        "package.module:func).")
     p.add_argument("target", help="path/to/module.py, path/to/file.py:func or package.module:func")
-    p.add_argument("--backend", choices=("numpy", "torch"), default=None,
-                   help="what a lesson-style module's functions take (default: numpy)")
-    p.add_argument("--mask-convention", choices=("keep", "drop"), default="keep",
-                   help="bool mask: keep = True may attend (default); drop = True is masked")
-    p.add_argument("--causal-alignment", choices=("top-left", "bottom-right"),
-                   default="top-left", help="how is_causal aligns when L != S (default top-left)")
-    p.add_argument("--unsupported", default="", metavar="CAPABILITIES",
-                   help="what the target does not support, comma-separated from the fixed "
-                   "vocabulary (attnzoo check --unsupported help lists it): those cases are "
-                   "unsupported, never scored; a module may declare ATTNZOO_UNSUPPORTED instead")
-    p.add_argument("--refuses", action="append", default=[], metavar="MESSAGE",
-                   help="a message (or exception name) with which the target refuses a call it "
-                   "does not support: such a call is unsupported for that case only "
-                   "(repeatable; torch's 'No available kernel' always counts)")
-    add_run_options(p, depth="standard", scoped=True)
-    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                   help="time limit per call (default 10)")
-    sandbox_options.add_arguments(p)
-    p.add_argument("--only", action="append", metavar="DETECTOR",
-                   help="run only this detector (repeatable)")
+    add_check_options(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--expect", metavar="FILE",
                    help="expectations file (TOML) of known failures: expected ones do not fail "
@@ -189,13 +182,7 @@ def cmd_check(args):
     from attnzoo.check import run_check
     from attnzoo.report import text
 
-    sections, detectors, document, code = run_check(
-        args.target, backend=args.backend, mask_convention=args.mask_convention,
-        causal_alignment=args.causal_alignment, device=args.device, dtype=args.dtype,
-        seed=args.seed, timeout=args.timeout, import_timeout=args.import_timeout,
-        warmup=args.warmup, deadline=args.deadline, only=args.only, expect=args.expect,
-        depth=args.depth, unsupported=args.unsupported, refuses=tuple(args.refuses),
-        shrink=args.shrink)
+    sections, detectors, document, code = run_check(args.target, Options.from_args(args))
     unrun = {name for s in sections for name in s["not_run"]}
     if document["summary"]["not_run"] > len([n for s in sections for n in s["not_run"]]):
         unrun |= set(detectors)  # whole implementations the deadline left unloaded
@@ -218,10 +205,7 @@ def cmd_check(args):
 def cmd_grade(args):
     from attnzoo.grade import command as grade
 
-    try:
-        return grade.main(args)
-    except grade.BadInput as e:
-        raise UsageError(str(e)) from None
+    return grade.main(args)
 
 
 # -- the catalogue -----------------------------------------------------------------------------
@@ -238,7 +222,7 @@ def cmd_list(args):
 
 def cmd_show(args):
     import zoo
-    from attnzoo.check import check_device, check_seed
+    from attnzoo.options import check_device, check_seed
     from attnzoo.show import show
 
     try:

@@ -11,34 +11,42 @@ process for the target. The project's own kill-matrix plugin (``attnzoo.matrix.p
 separate plugin loaded with ``-p`` and shares nothing with this one.
 """
 
+import re
+
 import pytest
 
-DEPTHS = ("quick", "standard", "deep")  # the battery's tiers, as for `attnzoo check --depth`
-DTYPES = ("float64", "float32", "float16", "bfloat16")
+from attnzoo import options
+from attnzoo.options import BadInput, Options
+
+# the fields of attnzoo.options.Options the plugin takes, each as --attnzoo-<name with dashes>
+SHARED = ("backend", "depth", "dtype", "device", "mask_convention", "causal_alignment", "seed",
+          "timeout", "only", "expect")
 
 
 def pytest_addoption(parser):
+    # no choices for the dtype and the depth: Options.build checks them, so that this module,
+    # loaded in every pytest run, imports nothing of the project until it has a target
+    h = options.HELP
     g = parser.getgroup("attnzoo", "attention conformance (attnzoo): the detectors as tests")
     g.addoption("--attnzoo-target", action="append", default=[], metavar="LOCATOR",
                 help="attention to check: path/to/module.py, file.py:func or package.module:func "
                 "(repeatable); nothing is collected without it")
-    g.addoption("--attnzoo-backend", choices=("numpy", "torch"), default=None,
-                help="what a lesson-style module's functions take (default: inferred, numpy)")
-    g.addoption("--attnzoo-depth", choices=DEPTHS, default="standard",
-                help="battery tier: quick, standard (default, as attnzoo check), deep")
-    g.addoption("--attnzoo-dtype", choices=DTYPES, default=None,
-                help="dtype of every call, when given, as attnzoo check --dtype (default "
-                "float64, with every dtype tried where a property is about dtypes)")
-    g.addoption("--attnzoo-device", default="cpu", help="torch device (default cpu)")
-    g.addoption("--attnzoo-mask-convention", choices=("keep", "drop"), default="keep",
-                help="bool mask: keep = True may attend (default); drop = True is masked")
-    g.addoption("--attnzoo-causal-alignment", choices=("top-left", "bottom-right"),
-                default="top-left", help="how is_causal aligns when L != S (default top-left)")
-    g.addoption("--attnzoo-seed", type=int, default=0, help="seed of the case battery")
-    g.addoption("--attnzoo-timeout", type=float, default=10.0, metavar="SECONDS",
-                help="time limit per call (default 10)")
+    g.addoption("--attnzoo-backend", choices=options.BACKENDS, default=None, help=h["backend"])
+    g.addoption("--attnzoo-depth", default=Options.depth, metavar="DEPTH",
+                help=h["depth"].format(default=Options.depth))
+    g.addoption("--attnzoo-dtype", default=None, metavar="DTYPE",
+                help=h["dtype"])
+    g.addoption("--attnzoo-device", default=Options.device, help=h["device"])
+    g.addoption("--attnzoo-mask-convention", choices=options.MASK_CONVENTIONS,
+                default=Options.mask_convention, help=h["mask_convention"])
+    g.addoption("--attnzoo-causal-alignment", choices=options.CAUSAL_ALIGNMENTS,
+                default=Options.causal_alignment, help=h["causal_alignment"])
+    g.addoption("--attnzoo-seed", type=int, default=Options.seed, help=h["seed"])
+    # given, so that the first call of each function gets it too: the plugin has no --warmup
+    g.addoption("--attnzoo-timeout", type=float, default=options.CALL_SECONDS,
+                metavar="SECONDS", help=h["timeout"])
     g.addoption("--attnzoo-only", action="append", default=[], metavar="DETECTOR",
-                help="only this detector (repeatable)")
+                help=h["only"])
     g.addoption("--attnzoo-expect", metavar="FILE", default=None,
                 help="expectations file (TOML) of known failures: xfail, strict")
 
@@ -49,30 +57,34 @@ def pytest_configure(config):
     config.pluginmanager.register(Conformance(config), "attnzoo-conformance")
 
 
+def respell(message):
+    """A message naming ``attnzoo check``'s options, with the plugin's names for them."""
+    ours = {name.replace("_", "-") for name in SHARED}
+    return re.sub(r"--([a-z][a-z-]*)",
+                  lambda m: f"--attnzoo-{m[1]}" if m[1] in ours else m[0], message)
+
+
 class Conformance:
     """The items of every target, and the worker process they share in this pytest process."""
 
     def __init__(self, config):
         from attnzoo import expectations
-        from detectors import all_detectors, by_name
+        from attnzoo.check import choose_detectors
+        from detectors import by_name
 
         self.config = config
-        opt = config.getoption
-        names = by_name()
-        unknown = [n for n in opt("attnzoo_only") if n not in names]
-        if unknown:
-            raise pytest.UsageError(f"--attnzoo-only {unknown[0]}: no such detector; see "
-                                    "'attnzoo detectors'")
-        self.detectors = ([names[n] for n in dict.fromkeys(opt("attnzoo_only"))]
-                          or all_detectors())
-        self.expect_path = opt("attnzoo_expect")
         try:
-            self.expected = (expectations.load(self.expect_path, names)
+            self.options = Options.build(**{n: config.getoption(f"attnzoo_{n}")
+                                            for n in SHARED})
+        except BadInput as e:
+            raise pytest.UsageError(respell(str(e))) from None
+        self.detectors = choose_detectors(self.options.only)
+        self.expect_path = self.options.expect
+        try:
+            self.expected = (expectations.load(self.expect_path, by_name())
                              if self.expect_path else {})
         except expectations.ExpectationsError as e:
             raise pytest.UsageError(str(e)) from None
-        if opt("attnzoo_timeout") <= 0:
-            raise pytest.UsageError("--attnzoo-timeout must be a positive number of seconds")
         self.executor = None
         self.battery = None
 
@@ -81,9 +93,10 @@ class Conformance:
             from attnzoo.sandbox.isolated import Isolated
             from detectors.kit.battery import Battery
 
-            opt = self.config.getoption
-            self.executor = Isolated(call_seconds=opt("attnzoo_timeout"))
-            self.battery = Battery(opt("attnzoo_seed"), depth=opt("attnzoo_depth"))
+            o = self.options
+            self.executor = Isolated(call_seconds=o.timeout, load_seconds=o.import_timeout,
+                                     warmup_seconds=o.warmup)
+            self.battery = Battery(o.seed, depth=o.depth)
         return self.executor
 
     @pytest.hookimpl(tryfirst=True)
@@ -92,7 +105,7 @@ class Conformance:
 
         try:
             targets = [t for loc in config.getoption("attnzoo_target")
-                       for t in resolve(self.start(), loc, config)]
+                       for t in resolve(self.start(), loc, self.options)]
         except BadTarget as e:
             raise pytest.UsageError(f"--attnzoo-target: {e}") from None
         for target in targets:
@@ -112,24 +125,20 @@ class Conformance:
         executor = self.start()
         if executor.target != target:
             executor.use(target)
-        dtype = self.config.getoption("attnzoo_dtype")  # given: it scopes every call
+        dtype = self.options.dtype  # given: it scopes every call
         subject = Subject(target, executor, dtype or "float64", scoped=dtype is not None)
-        return run(detector, subject, self.battery, shrink=True)
+        return run(detector, subject, self.battery, shrink=self.options.shrink)
 
 
-def resolve(executor, locator, config):
-    """The implementations a locator names, with the conventions declared on the command line."""
-    from attnzoo.check import BadInput, targets
+def resolve(executor, locator, options):
+    """The implementations a locator names, with the conventions the options declare."""
+    from attnzoo.check import targets
     from attnzoo.sandbox.target import BadTarget
 
-    opt = config.getoption
     try:
-        return targets(executor, locator, opt("attnzoo_backend"),
-                       mask_convention=opt("attnzoo_mask_convention"),
-                       causal_alignment=opt("attnzoo_causal_alignment"),
-                       device=opt("attnzoo_device"))
+        return targets(executor, locator, options)
     except BadInput as e:
-        raise BadTarget(str(e).replace("--backend", "--attnzoo-backend")) from None
+        raise BadTarget(respell(str(e))) from None
 
 
 class ConformanceFailure(Exception):
@@ -147,7 +156,7 @@ class DetectorItem(pytest.Item):
         from detectors.kit.verdict import ERROR, NA
 
         finding = self.owner.check(self.detector, self.target)
-        self.user_properties.append(("attnzoo_verdict", finding.verdict))
+        self.user_properties.append(("attnzoo_verdict", str(finding.verdict)))  # plain, for xdist
         expected = self.owner.expected.get(self.detector.NAME)
         outcome = expectations.judge(finding, expected)
         if finding.verdict == NA:

@@ -48,6 +48,9 @@ Python loops over queries and keys that the differential detector trusts instead
 vectorised code, so the reference is never its own judge.
 """
 
+# C6: the float dtypes the contract covers, finest first (bfloat16, coarsest, is the last)
+FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16")
+
 CLAUSES = {
     "C1": "causal_mask(T) is bool (T, T), True where j <= i",
     "C2": "softmax is over the last axis, shift-invariant and exactly 0 at -inf",

@@ -6,6 +6,7 @@ import textwrap
 import pytest
 
 from attnzoo.check import BadInput, run_check
+from attnzoo.options import Options
 from detectors.kit.capabilities import parse
 
 HEADER = """
@@ -25,7 +26,8 @@ def target(tmp_path, name, body, declaration=""):
 
 
 def check(locator, *detectors, **kw):
-    sections, _, document, code = run_check(locator, only=list(detectors), depth="quick", **kw)
+    sections, _, document, code = run_check(locator, Options.build(only=detectors, depth="quick",
+                                                                   **kw))
     return {f.detector: f for f in sections[0]["findings"]}, document, code
 
 
@@ -111,4 +113,4 @@ def test_unknown_capability_is_one_line(tmp_path):
     with pytest.raises(ValueError, match="unknown capability 'gqq'"):
         parse("gqa,gqq")
     with pytest.raises(BadInput, match="--unsupported"):
-        run_check(target(tmp_path, "plain2", ""), unsupported="flash", depth="quick")
+        run_check(target(tmp_path, "plain2", ""), Options.build(unsupported="flash", depth="quick"))

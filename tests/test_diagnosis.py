@@ -13,6 +13,7 @@ import pytest
 from attnzoo.check import run_check
 from attnzoo.diagnosis import features
 from attnzoo.diagnosis.group import UNEXPLAINED, diagnose
+from attnzoo.options import Options
 from attnzoo.report import text
 from detectors.kit.battery import Battery
 from detectors.kit.outcomes import MAX_FAILED
@@ -30,7 +31,7 @@ def checked():
 
     def check(locator):
         if locator not in cache:
-            cache[locator] = run_check(locator, only=ONLY, depth="quick")
+            cache[locator] = run_check(locator, Options.build(only=ONLY, depth="quick"))
         return cache[locator]
     return check
 
@@ -205,8 +206,8 @@ def test_a_narrower_group_joins_the_broader_one_it_refines():
 
 
 def test_check_without_following_has_no_diagnosis_and_the_same_verdict(checked):
-    sections, _, doc, code = run_check(f"{ROOT}:finite_fill", only=["empty_rows_are_zero"],
-                                       depth="quick", follow=False)
+    options = Options.build(only=["empty_rows_are_zero"], depth="quick", follow=False)
+    sections, _, doc, code = run_check(f"{ROOT}:finite_fill", options)
     [finding] = sections[0]["findings"]
     followed = {f.detector: f for f in checked(f"{ROOT}:finite_fill")[0][0]["findings"]}
     assert finding.message == followed["empty_rows_are_zero"].message
@@ -219,8 +220,9 @@ def test_a_precision_finding_is_one_group_named_for_its_dtype():
     """A softmax run in float32 is one finding about float64 inputs, not an unexplained one:
     the precision detector declares CAUSE = "dtype", so its cases carry their dtype alone and
     stand as their own evidence."""
-    sections, _, _, _ = run_check("tests/targets/softmax_float32.py:sdpa", depth="quick",
-                                  only=["computes_at_input_precision", "matches_loop_oracle"])
+    options = Options.build(depth="quick",
+                            only=["computes_at_input_precision", "matches_loop_oracle"])
+    sections, _, _, _ = run_check("tests/targets/softmax_float32.py:sdpa", options)
     [group] = sections[0]["diagnosis"]
     assert group["feature"] == "dtype:float64" and group["explains"] == "float64 inputs"
     assert group["detectors"] == ["computes_at_input_precision"]
@@ -239,8 +241,9 @@ def test_a_declared_cause_is_its_own_evidence_and_only_for_its_detector():
 def test_a_case_a_detector_names_at_the_runs_own_dtype_keeps_its_features():
     """Under --dtype float32, "heads-empty-rows at float32" is the case "heads-empty-rows": its
     failure is grouped with the other detectors' rows with no allowed key."""
-    sections, _, _, _ = run_check(f"{ROOT}:finite_fill", depth="quick", dtype="float32",
-                                  only=["low_precision_agreement", "empty_rows_are_zero"])
+    options = Options.build(depth="quick", dtype="float32",
+                            only=["low_precision_agreement", "empty_rows_are_zero"])
+    sections, _, _, _ = run_check(f"{ROOT}:finite_fill", options)
     [group] = sections[0]["diagnosis"]
     assert group["feature"] == "no_allowed_key", group["sentence"]
     assert "low_precision_agreement" in group["detectors"]
@@ -260,9 +263,10 @@ def test_a_crash_found_on_a_rerun_keeps_its_call(checked):
 def test_a_dtype_that_does_not_come_back_is_one_group_named_for_it():
     """float64 in, float32 out: dtype_follows_input and the precision measurement both declare
     their failures a finding about the dtype, so the report has one cause, "float64 inputs"."""
-    sections, _, _, _ = run_check(f"{ROOT}:float64_as_float32", depth="quick",
-                                  only=["dtype_follows_input", "computes_at_input_precision",
-                                        "matches_loop_oracle"])
+    options = Options.build(depth="quick", only=["dtype_follows_input",
+                                                 "computes_at_input_precision",
+                                                 "matches_loop_oracle"])
+    sections, _, _, _ = run_check(f"{ROOT}:float64_as_float32", options)
     flagged = {f.detector for f in sections[0]["findings"] if f.caught}
     assert flagged == {"dtype_follows_input", "computes_at_input_precision"}
     [group] = sections[0]["diagnosis"]
@@ -284,7 +288,7 @@ def test_equally_good_candidates_are_chosen_by_specificity_not_by_set_order():
 def test_a_crash_in_a_dtype_detector_is_read_by_its_case_not_its_dtype():
     """keras-numpy's grouped-query call crashes in dtype_follows_input too: that crash belongs
     with the GQA group, not to "float32 inputs"."""
-    sections, _, _, _ = run_check(f"{ROOT}:gqa_crashes", depth="quick",
-                                  only=["dtype_follows_input", "gqa_head_mapping"])
+    options = Options.build(depth="quick", only=["dtype_follows_input", "gqa_head_mapping"])
+    sections, _, _, _ = run_check(f"{ROOT}:gqa_crashes", options)
     [group] = sections[0]["diagnosis"]
     assert group["feature"] == "gqa" and "dtype_follows_input" in group["detectors"]

@@ -1,7 +1,9 @@
 """The rooms of the house, read from the imports: who may import whom.
 
 - ``reference/`` imports numpy and torch only: it must share no code with what it judges.
-- ``zoo/`` imports ``reference/`` and its own metadata: a bug never leans on a detector.
+- ``zoo/`` imports ``reference/``, its own metadata and the names of the battery's tiers
+  (``detectors.kit.depths``, a module without imports, for ``BUG.depth``): a bug never leans on
+  a detector.
 - ``detectors/`` holds the detector files and their kit: a detector imports the kit and
   ``reference/``; the kit imports ``reference/`` and itself. Neither imports the application.
 - ``attnzoo/`` is the application; only ``attnzoo/devtools/`` imports matplotlib or mutmut, and
@@ -23,6 +25,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = ("reference", "zoo", "detectors", "attnzoo")
 STDLIB = set(sys.stdlib_module_names)
+TIERS = "detectors.kit.depths"  # the one module of the kit the zoo may import
 
 
 def imports(path):
@@ -54,7 +57,7 @@ def _third_party(allowed):
 
 RULES = {
     "reference": lambda n: _third_party({"numpy", "torch", "reference"})(n),
-    "zoo": lambda n: _third_party({"numpy", "torch", "reference", "zoo"})(n),
+    "zoo": lambda n: _third_party({"numpy", "torch", "reference", "zoo"})(n) or n == TIERS,
     "detectors/kit": lambda n: _third_party({"numpy", "torch", "reference"})(n)
     or n == "detectors.kit" or n.startswith("detectors.kit."),
     "detectors": lambda n: _third_party({"numpy", "torch", "reference"})(n)
@@ -66,7 +69,7 @@ RULES = {
 }
 WHY = {
     "reference": "the reference imports numpy and torch only",
-    "zoo": "a zoo entry imports the reference and the zoo's metadata only",
+    "zoo": "a zoo entry imports the reference, the zoo's metadata and the tiers' names only",
     "detectors/kit": "the kit imports numpy, torch, reference/ and itself, never the application",
     "detectors": "a detector imports the kit and reference/ only",
     "attnzoo": "only attnzoo/devtools imports matplotlib or mutmut; only the command line "
@@ -102,6 +105,7 @@ def test_a_violation_is_named(tmp_path):
     assert not rule("attnzoo.sandbox.executor")
     assert not rule("detectors.causality")
     assert not RULES["zoo"]("detectors")
+    assert not RULES["zoo"]("detectors.kit.battery") and RULES["zoo"](TIERS)
     assert not RULES["reference"]("zoo")
     assert not RULES["attnzoo"]("matplotlib.pyplot")
     assert rule("detectors.kit.expect") and rule("reference.loop_oracle")
@@ -224,3 +228,9 @@ def test_the_face_rule_can_fail(tmp_path):
     probe.write_text("from detectors.kit import expect, subject\nimport detectors.kit.judge\n")
     assert [n for _, n in kit_imports(probe)] == [
         "detectors.kit.expect", "detectors.kit.subject", "detectors.kit.judge"]
+
+
+def test_the_tiers_the_zoo_may_import_import_nothing():
+    """The zoo's one door into the kit stays a list of names: no import passes through it."""
+    path = ROOT / (TIERS.replace(".", "/") + ".py")
+    assert list(imports(path)) == []

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from attnzoo.check import run_check
+from attnzoo.options import Options
 from attnzoo.runner import run
 from attnzoo.sandbox.executor import InProcess
 from attnzoo.sandbox.target import Target
@@ -39,7 +40,7 @@ def in_process(obj, locator, contract="sdpa", backend="torch", dtype="float64", 
 
 
 def flagged(locator, **kw):
-    sections, _, _, _ = run_check(locator, depth="quick", **kw)
+    sections, _, _, _ = run_check(locator, Options.build(depth="quick", **kw))
     return {f.detector: f for f in sections[0]["findings"] if f.caught}
 
 
@@ -235,8 +236,8 @@ def test_check_dtype_reaches_a_target_that_refuses_float64():
 
 def test_a_blhe_target_is_conformant_once_its_layout_is_declared():
     assert flagged(f"{TARGETS}/blhe_only.py:declared") == {}
-    sections, _, document, _ = run_check(f"{TARGETS}/blhe_only.py:sdpa", depth="quick",
-                                         unsupported="layout=BLHE")
+    sections, _, document, _ = run_check(f"{TARGETS}/blhe_only.py:sdpa",
+                                         Options.build(depth="quick", unsupported="layout=BLHE"))
     assert [f.detector for f in sections[0]["findings"] if f.caught] == []
     target = document["implementations"][0]["target"]
     assert target["layout"] == "BLHE" and target["unsupported"] == []

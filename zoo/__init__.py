@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from detectors.kit.depths import DEPTHS  # the tiers BUG.depth names (no other kit import)
+
 CATEGORIES = {
     "masking": "fill value, order of operations, convention, off-by-one, mask broadcasting",
     "scaling": "which dimension, how often, where",
@@ -35,7 +37,6 @@ SYMPTOMS = {
 }
 BACKENDS = ("numpy", "torch", "sdpa")
 ATTRIBUTES = {"numpy": "NUMPY", "torch": "TORCH", "sdpa": "SDPA"}
-DEPTHS = ("quick", "standard", "deep")  # the battery's tiers, as in detectors/kit/battery.py
 ID_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 TODO = "TODO"  # a scaffolded field not filled in yet: imports, but tests/test_zoo.py fails
 

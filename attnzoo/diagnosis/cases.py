@@ -8,8 +8,8 @@ trial could route around end a run early.
 """
 
 from attnzoo.diagnosis import features
-from detectors.kit.outcomes import FLOATS
 from detectors.kit.verdict import CRASHED, HUNG
+from reference import FLOAT_DTYPES as FLOATS
 
 
 def per_case(detector, subject, record):
@@ -42,7 +42,7 @@ def per_case(detector, subject, record):
 
 def _failure(outcome):
     evidence = outcome.evidence
-    return {"verdict": outcome.verdict, "message": outcome.message,
+    return {"verdict": str(outcome.verdict), "message": outcome.message,
             "call": evidence.call if evidence is not None else "",
             "snippet": evidence.snippet if evidence is not None else ""}
 

@@ -1,19 +1,17 @@
 """The command line's half of ``attnzoo grade``: check the input, grade, print, exit code."""
 
 import json
-import math
 import os
 import sys
 
+from attnzoo import options
 from attnzoo.grade import model, render
 from attnzoo.grade.run import Suite, SuiteError
-
-
-class BadInput(Exception):
-    """One line naming what is wrong and what to do (exit 2)."""
+from attnzoo.options import BadInput, Options
 
 
 def main(args):
+    """Grade the suite at ``args.path``; bad input is one BadInput line (exit 2)."""
     if not os.path.exists(args.path):
         raise BadInput(f"no such file or folder: {args.path}: give a pytest file or a folder "
                        "of tests")
@@ -23,13 +21,12 @@ def main(args):
         raise BadInput(f"--min-caught must be 0 or more, not {args.min_caught}")
     if args.jobs < 1:
         raise BadInput(f"--jobs must be at least 1, not {args.jobs}")
-    if not math.isfinite(args.timeout) or args.timeout <= 0:
-        raise BadInput(f"--timeout must be a positive number of seconds, not {args.timeout}")
+    shared = Options.build(backend=args.backend, timeout=args.timeout)  # a test is one call
     progress = None
     if args.progress:
         progress = lambda row: print(f"  {row.label}", file=sys.stderr, flush=True)  # noqa: E731
     try:
-        doc = model.grade(Suite(args.path), args.backend, args.jobs, args.timeout, progress,
+        doc = model.grade(Suite(args.path), shared.backend, args.jobs, shared.timeout, progress,
                           shown_as=args.path)
     except SuiteError as e:
         raise BadInput(str(e)) from None
@@ -53,7 +50,7 @@ def add_parser(sub):
         "implementation fails a test and at least --min-caught bugs are caught, else 1; 2 on "
         "bad input.")
     p.add_argument("path", help="a pytest file or a folder of tests")
-    p.add_argument("--backend", choices=("numpy", "torch"), default="numpy",
+    p.add_argument("--backend", choices=options.BACKENDS, default="numpy",
                    help="what `attention`'s functions take (default numpy)")
     p.add_argument("--min-caught", type=int, default=0, metavar="N",
                    help="exit 1 unless at least N bugs are caught")
@@ -61,8 +58,8 @@ def add_parser(sub):
                    help="name the surviving bugs (by default only their category and hint)")
     p.add_argument("--json", action="store_true", help="print the grade as JSON")
     p.add_argument("--jobs", type=int, default=2, help="implementations at once (default 2)")
-    p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
-                   help="time limit per test (default 10)")
+    p.add_argument("--timeout", type=float, default=options.CALL_SECONDS, metavar="SECONDS",
+                   help=f"time limit per test (default {options.CALL_SECONDS:g})")
     p.add_argument("--progress", action="store_true",
                    help="name each implementation on stderr as it finishes")
     return p

@@ -22,13 +22,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from attnzoo.options import CALL_SECONDS
 from attnzoo.sandbox import zygote
 
 # what every graded run imports, ready in the server before the first fork
 zygote.preload("pytest", "_pytest.python", "_pytest.assertion.rewrite", "attnzoo.grade.fixtures",
                "reference", "zoo")
 
-TEST_SECONDS = 10.0  # per test
+TEST_SECONDS = CALL_SECONDS  # per test: to a grade, one test is one call of the code under test
 START_SECONDS = 60.0  # from the process' start to its first test: imports, torch included
 POLL = 0.05
 OUTCOMES = ("passed", "failed", "error", "skipped", "hung", "died")

@@ -15,6 +15,7 @@ from attnzoo.sandbox.target import Target
 from attnzoo.vocabulary import CELLS, FAILURES
 from detectors import all_detectors, baseline_suites
 from detectors.kit.battery import Battery
+from detectors.kit.depths import DEPTHS
 from detectors.kit.subject import Subject
 from detectors.kit.verdict import CAUGHT, CRASHED, ERROR, HUNG, NA, UNSUPPORTED
 
@@ -43,10 +44,9 @@ def rows(depth="quick"):
 
     A bug that shows only at a deeper tier than ``depth`` is expected to survive everything.
     """
-    import zoo  # every entry's file and torch: only once rows are asked for
 
     def reached(bug):
-        return zoo.DEPTHS.index(bug.depth) <= zoo.DEPTHS.index(depth)
+        return DEPTHS.index(bug.depth) <= DEPTHS.index(depth)
 
     out = [Row("reference", "reference", b, loc) for b, loc in catalogue.REFERENCE_ROWS]
     for entry in catalogue.bugs():

@@ -18,6 +18,8 @@ import json
 
 import pytest
 
+from detectors.kit.depths import DEPTHS
+
 PROPERTY = "kill_matrix"
 COMMITTED = "docs/kill-matrix.json"
 
@@ -29,7 +31,7 @@ def pytest_addoption(parser):
     group.addoption("--kill-matrix-seed", metavar="N", type=int, default=0,
                     help="seed of the case battery (verdicts must not depend on it)")
     group.addoption("--kill-matrix-depth", default="quick",
-                    choices=("quick", "standard", "deep"),
+                    choices=DEPTHS,
                     help="battery tier of the kill matrix (default quick; bugs that show only "
                     "deeper are expected to survive it)")
 

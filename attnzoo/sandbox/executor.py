@@ -10,12 +10,12 @@ import _signal  # signal's C functions: see InProcess._execute
 import signal
 import threading
 
+from attnzoo.options import CALL_SECONDS
 from attnzoo.sandbox import decide, probes
 from attnzoo.sandbox.offer import manifest
 from attnzoo.sandbox.target import BadTarget, load, renewed
 from detectors.kit.verdict import CRASHED, HUNG, ImplementationFailure
 
-CALL_SECONDS = 10.0  # per-call time limit
 GRADCHECK_FACTOR = 6  # gradcheck makes many calls
 
 

@@ -10,9 +10,10 @@ import os
 import signal
 import time
 
+from attnzoo.options import CALL_SECONDS
+from attnzoo.options import IMPORT_SECONDS as LOAD_SECONDS
 from attnzoo.sandbox import decide, hygiene, offer, wire
 from attnzoo.sandbox.executor import (
-    CALL_SECONDS,
     DeadlineReached,
     InProcess,
     kept_as,
@@ -22,8 +23,6 @@ from attnzoo.sandbox.executor import (
 )
 from attnzoo.sandbox.target import BadTarget
 from detectors.kit.verdict import CRASHED, HUNG, ImplementationFailure
-
-LOAD_SECONDS = 30.0  # importing the target, torch included
 
 
 class Isolated:

@@ -1,56 +1,13 @@
-"""The sandbox's options of ``attnzoo check``, checked before anything is imported or run.
+"""What the sandbox can run: a device that holds data, a dtype the implementation's backend has.
 
-Each bad value or combination is one line naming what is wrong and what to do (the command
-line prints it and exits 2). Metadata as data: the limits every time option obeys.
+Each refusal is one line naming what is wrong and what to do (the command line prints it and
+exits 2). The options themselves, their time limits and their validation are
+:mod:`attnzoo.options`.
 """
-
-import math
-
-CALL_SECONDS = 10.0  # --timeout when not given
-WARMUP_SECONDS = 30.0  # --warmup when neither it nor --timeout is given
-MAX_SECONDS = 86400.0  # a day: longer is a typo, and larger values overflow the timers
-TIME_OPTIONS = (  # (attribute, option, may be absent)
-    ("timeout", "--timeout", False),
-    ("import_timeout", "--import-timeout", False),
-    ("warmup", "--warmup", True),
-    ("deadline", "--deadline", True),
-)
 
 
 class BadOption(ValueError):
     """An option value or combination that cannot work: one line, what to do."""
-
-
-def add_arguments(p):
-    """The sandbox's time options on the ``check`` parser."""
-    p.add_argument("--import-timeout", type=float, default=30.0, metavar="SECONDS",
-                   help="time limit for importing the target, torch included (default 30)")
-    p.add_argument("--warmup", type=float, default=None, metavar="SECONDS",
-                   help="time limit for the first call of each function in each worker, for a "
-                   f"compile or cache fill (default {WARMUP_SECONDS:g}, or --timeout when "
-                   "that is given)")
-    p.add_argument("--deadline", type=float, default=None, metavar="SECONDS",
-                   help="stop after this long overall and report which detectors did not run")
-
-
-def validate(args):
-    """Raise BadOption for a time limit out of range or a device that holds no data.
-
-    Fills in the defaults that depend on each other: an explicit --timeout is the limit of
-    every call, the first included, unless --warmup is given too.
-    """
-    if args.warmup is None:
-        args.warmup = WARMUP_SECONDS if args.timeout is None else args.timeout
-    if args.timeout is None:
-        args.timeout = CALL_SECONDS
-    for attr, option, optional in TIME_OPTIONS:
-        value = getattr(args, attr, None)
-        if value is None and optional:
-            continue
-        if value is None or not math.isfinite(value) or not 0 < value <= MAX_SECONDS:
-            raise BadOption(f"{option} must be a positive number of seconds up to "
-                            f"{MAX_SECONDS:g} (a day), not {value:g}")
-    check_device(args.device)
 
 
 def check_device(device):

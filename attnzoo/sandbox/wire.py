@@ -17,6 +17,8 @@ import time
 
 import numpy as np
 
+from reference import FLOAT_DTYPES
+
 PREFIX = struct.Struct(">IQ")
 MAX_HEADER = 1 << 24  # 16 MiB of JSON: far above any honest reply
 MAX_BODY = 1 << 28  # 256 MiB of array bytes: the battery's answers are far smaller
@@ -28,7 +30,7 @@ DTYPES = {n: np.dtype(n).newbyteorder("<") for n in (
     "float64", "float32", "float16", "bool", "int8", "int16", "int32", "int64",
     "uint8", "uint16", "uint32", "uint64")}
 DTYPES["bfloat16"] = np.dtype("<u2")
-FLOATS = ("float64", "float32", "float16", "bfloat16")
+FLOATS = FLOAT_DTYPES  # the contract's float dtypes
 
 
 class Malformed(Exception):

@@ -9,6 +9,7 @@ declaration can be set aside instead of being scored against the library.
 import importlib.metadata
 from dataclasses import dataclass
 
+from attnzoo.options import CALL_SECONDS
 from detectors.kit.capabilities import VOCABULARY, features  # noqa: F401 - re-exported
 
 
@@ -24,7 +25,7 @@ class Declaration:
     dtypes: tuple = ("float32", "float64")
     refuses: tuple = ()  # messages of a run-time refusal ("No available kernel")
     causal_alignment: str = "top-left"  # where is_causal puts the diagonal when L != S
-    call_seconds: float = 10.0  # time limit per call (compiling kernels need more)
+    call_seconds: float = CALL_SECONDS  # time limit per call (compiling kernels need more)
     install: str = "pip install -e '.[survey]'"  # how to get the library, for the skip line
     docs: str = ""  # where the library documents the function
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from detectors.kit.depths import DEPTHS  # each tier is the one before it plus its own cases
 from detectors.kit.draw import (
     bias_draw,
     draw_bias,
@@ -22,7 +23,6 @@ from detectors.kit.reproduce import grid_draw, projection, remember
 from detectors.kit.specs import ATTENTION, SELF, SOFTMAX, SelfSpec, Spec
 from reference import exact, loop_oracle
 
-DEPTHS = ("quick", "standard", "deep")  # each tier is the one before it plus its own cases
 # Call.expected: the plain-loop oracle up to this many multiply-adds (every quick case), the
 # vectorised exact oracle beyond, which the loop oracle judges on every small case
 LOOP_ORACLE_WORK = 50_000

@@ -12,8 +12,8 @@ first failure ends the run, as it always did.
 from dataclasses import dataclass
 
 from detectors.kit.verdict import HUNG
+from reference import FLOAT_DTYPES as FLOATS
 
-FLOATS = ("float64", "float32", "float16", "bfloat16")
 MAX_FAILED = 32  # failing cases recorded per detector before it stops
 
 

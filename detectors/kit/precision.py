@@ -24,8 +24,9 @@ import numpy as np
 from detectors.kit.battery import Battery, Call
 from detectors.kit.specs import Spec
 from detectors.kit.verdict import ImplementationFailure, NotApplicable, Unsupported
+from reference import FLOAT_DTYPES
 
-FORMATS = ("float64", "float32", "float16", "bfloat16")  # finest first; bfloat16 is the cap
+FORMATS = FLOAT_DTYPES  # finest first; bfloat16 is the cap
 PLAIN_CASES = 3  # the smallest plain cases the target supports
 
 
