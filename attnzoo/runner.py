@@ -38,7 +38,6 @@ def run(detector, subject, battery, shrink=False, cases=False):
     (attnzoo.shrink), added to the evidence; the verdict is decided before and stays. With
     ``cases``, a flagged detector also reports which of its cases fail and which pass
     (``finding.cases``), learnt in the same run: the verdict stays the first failure's."""
-    subject.calls, subject.impl_seconds = 0, 0.0
     record = subject.run = Record(detector.NAME, keep_going=cases)
     notes = getattr(subject.executor, "notes", [])
     seen = len(notes)
@@ -78,7 +77,7 @@ def run(detector, subject, battery, shrink=False, cases=False):
                                                finding.verdict, getattr(first.error, "what", ""))
     subject.parts = subject.declared = ()
     finding.seconds = time.perf_counter() - start
-    finding.calls, finding.impl_seconds = subject.calls, subject.impl_seconds
+    finding.calls, finding.impl_seconds = record.calls, record.impl_seconds
     finding.notes = list(notes[seen:])  # what the implementation did during this detector
     return finding
 

@@ -123,8 +123,8 @@ class Shrinker:
             return False
         one = copy.copy(self.battery)
         one.attention, one.self_attention, one.softmax = [call], [], []
-        run = subject.run
-        subject.run, subject.current, subject.progress = Record(run.detector), None, None
+        run, rerun = subject.run, Record(subject.run.detector)
+        subject.run, subject.current, subject.progress = rerun, None, None
         try:
             self.detector.check(subject, one)
         except Flag as flag:
@@ -146,6 +146,8 @@ class Shrinker:
             pass
         finally:
             subject.run, subject.current, subject.progress = run, None, progress
+            run.calls, run.impl_seconds = run.calls + rerun.calls, \
+                run.impl_seconds + rerun.impl_seconds  # the finding's cost includes shrinking
         return False
 
 

@@ -72,6 +72,7 @@ class Record:
         self.stopped = ""  # why the run ended before its last case ("" when it did not)
         self.unfinished = None  # the case whose refusal the detector could not route around
         self.checked = True  # did the run answer any call (set when it ends)
+        self.calls, self.impl_seconds = 0, 0.0  # calls answered, and the time inside them
 
     @property
     def first(self):

@@ -51,8 +51,6 @@ class Subject(Offers, Trials):
         # scoped (check --dtype): every call of the run is at ``dtype``; a detector whose
         # property needs another dtype says so (n/a, or that case unsupported)
         self.scope = dtype if scoped else None
-        self.calls = 0
-        self.impl_seconds = 0.0
         self.last = None  # the last request sent, for the evidence of a crash
         self.current = None  # the battery case being tried, which derived calls belong to
         self.pad = False  # send E != Ev calls as their E == Ev twin (zero-padded, cropped)
@@ -66,6 +64,8 @@ class Subject(Offers, Trials):
         self.judge = judge or Judge(self, Subject)
 
     set_aside = property(lambda self: self.run.set_aside)  # case name -> why it is unsupported
+    calls = property(lambda self: self.run.calls)  # answered in the running detector
+    impl_seconds = property(lambda self: self.run.impl_seconds)  # inside those calls
 
     name = property(lambda self: self.target.name)
     contract = property(lambda self: self.target.contract)
@@ -114,8 +114,8 @@ class Subject(Offers, Trials):
             result = cropped(result, *request.crop)
         if getattr(request, "swapped", False):
             result = swapped_back(result)
-        self.calls += 1
-        self.impl_seconds += result.seconds
+        self.run.calls += 1
+        self.run.impl_seconds += result.seconds
         return result
 
     def attend(self, call, weights=False, dtype=None, **kw):

@@ -114,8 +114,6 @@ class Trials:
                         snippet=snippet(self.target, requests, relation))
 
 
-
-
 class _Sent:
     """An answer-shaped holder for a request that got no answer."""
 
