@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
 from attnzoo import options
 from attnzoo.options import BadInput, Options
@@ -147,6 +148,21 @@ def build_parser():
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_detectors)
 
+    p = sub.add_parser("coverage", help="which detectors reach each value of the input space",
+                       description="Runs every detector on the reference at each depth, reads "
+                       "every call it sends for the values of reference/space.py it uses, and "
+                       "prints per value how many detectors reach it forward and through "
+                       "gradients. Exit 1 when a value no relation reaches at deep says no "
+                       "reason, or one that says a reason is reached.")
+    p.add_argument("--depth", action="append", choices=DEPTHS,
+                   help="only this depth (repeatable; default all three)")
+    p.add_argument("--contract", action="append", choices=("sdpa", "lesson"),
+                   help="only this contract (repeatable; default both)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the case battery (default 0)")
+    p.add_argument("--json", action="store_true", help="print the coverage as JSON")
+    p.add_argument("--output", metavar="PATH", help="also write the JSON here")
+    p.set_defaults(run=cmd_coverage)
+
     p = sub.add_parser("gpu", help="PyTorch's SDPA kernels on CUDA: backend × dtype × detector",
                        description="Runs the SDPA-contract detectors against each sdpa_kernel "
                        "backend in float16, bfloat16 and float32. Exits 0 with a message when "
@@ -247,6 +263,24 @@ def cmd_matrix(args):
     from attnzoo.matrix.command import main as matrix
 
     return matrix(args)
+
+
+def cmd_coverage(args):
+    from attnzoo import coverage
+
+    if args.seed < 0:
+        raise BadInput(f"--seed must be 0 or more, not {args.seed}")
+    depths = tuple(d for d in DEPTHS if d in (args.depth or DEPTHS))
+    contracts = tuple(dict.fromkeys(args.contract or ("sdpa", "lesson")))
+    found = coverage.coverage(depths, args.seed, contracts)
+    text = coverage.to_json(found, args.seed)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    print(text if args.json else coverage.render(found), end="" if args.json else "\n")
+    problems = coverage.problems(found) if "deep" in depths else []
+    for line in problems:
+        print(f"coverage: {line}", file=sys.stderr)
+    return 1 if problems else 0
 
 
 def cmd_detectors(args):

@@ -67,6 +67,11 @@ STANDARD = (
          logits=HALF, key_logits=HALF, scale=_half_scale(64), tags=("magnitude",)),
     Spec("heads-of-different-sharpness", q=(2, 4, 24, 64), k=(2, 4, 80, 64), v=(2, 4, 80, 32),
          head_logits=SHARPNESS, tags=("sharpness",)),
+    # head sizes of the input space (reference/space.py) no other case has: one feature, and
+    # both sides of a power of two, where vectorised loads and tiles of 32 go wrong
+    Spec("head-dim-one", q=(2, 3, 7, 1), k=(2, 3, 11, 1), v=(2, 3, 11, 1)),
+    Spec("head-dim-past-32", q=(1, 2, 19, 33), k=(1, 2, 29, 33), v=(1, 2, 29, 33)),
+    Spec("head-dim-short-of-32", q=(2, 1, 13, 31), k=(2, 1, 23, 31), v=(2, 1, 23, 17)),
 )
 STANDARD_SELF = (SelfSpec("self-long", x=(2, 70, 16), d_k=16, d_v=8, tags=("chunks",)),)
 STANDARD_SOFTMAX = ((3, 257),)

@@ -1,0 +1,138 @@
+"""The input space of each contract, as data: every argument's axes and the values that matter.
+
+Beside the clauses (this package's docstring): what a caller may send, written as axes of
+values. ``attnzoo coverage`` reads every call the detectors send and says, per value, which
+detectors reach it in the forward pass and which through gradients; a value no relation reaches
+must say why here (``gap``), or the coverage test fails. Values of one axis may overlap (a
+length can be prime and one past a power of two); each says what is special about it.
+Sizes are those where kernels break: 1, small primes, both sides of a power of two (tile and
+vector widths), and the scale deployed models run at. Nothing here is code the reference runs.
+"""
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Value:
+    name: str
+    about: str
+    gap: str = ""  # why no forward relation reaches it yet ("" when one must)
+    no_gradient: str = ""  # why no gradient relation reaches it ("" when one must)
+
+
+@dataclass(frozen=True)
+class Axis:
+    name: str
+    clause: str
+    about: str
+    values: tuple = field(default_factory=tuple)
+
+
+NO_AUTOGRAD = "a call without autograd (the lesson contract has no backward; S6 is SDPA's)"
+SIZES = (
+    Value("1", "a single element: squeeze, broadcasting and empty-reduction mistakes"),
+    Value("prime", "a prime above 2: no power-of-two tiling divides it"),
+    Value("2^k", "a power of two of 8 or more: exactly a whole number of tiles or lanes"),
+    Value("2^k+1", "one past a power of two of 8 or more: a tail tile of one"),
+    Value("2^k-1", "one short of a power of two of 8 or more: a partial last tile"),
+    Value(">64", "more than one 64-wide tile"),
+)
+LONG = Value(">1024", "deployed long-context scale (more than 1024 positions)",
+             gap="the deep tier stops at 1024 tokens on 2 cores; kernels' long-context paths "
+                 "are left to a GPU run (attnzoo gpu)",
+             no_gradient="as its forward")
+WIDE = Value(">128", "a head wider than 128 (kernels specialise at 64, 128 and 256)")
+
+SDPA = (
+    Axis("L", "S1", "query length", SIZES + (LONG,)),
+    Axis("S", "S1", "key length", SIZES + (LONG,)),
+    Axis("E", "S3", "query/key head size", SIZES[:5] + (WIDE,)),
+    Axis("Ev", "S3", "value head size", (
+        Value("=E", "the value head as wide as the query's"),
+        Value("!=E", "a value head of another width"),
+        WIDE)),
+    Axis("batch", "S1", "leading batch axes", (
+        Value("unbatched", "fewer than four axes, as torch accepts"),
+        Value("1", "a batch of one"),
+        Value(">1", "several items"),
+        Value("rank5", "two batch axes"))),
+    Axis("heads", "S4", "query heads", (
+        Value("1", "one head"),
+        Value(">1", "several heads"),
+        Value(">=16", "deployed head counts"))),
+    Axis("gqa", "S4", "grouped-query attention", (
+        Value("off", "as many key/value heads as query heads"),
+        Value("g=2", "two query heads per key/value head"),
+        Value("g>=4", "four or more query heads per key/value head"),
+        Value("mqa", "one key/value head for every query head"))),
+    Axis("dtype", "C6", "the inputs' floating-point format", (
+        Value("float64", "float64 inputs"),
+        Value("float32", "float32 inputs", no_gradient="gradients are judged at float64 "
+              "(correct_gradients) and at float16 and bfloat16, where a backward's rounding "
+              "shows (low_precision_gradients); no relation judges a float32 backward yet"),
+        Value("float16", "float16 inputs"),
+        Value("bfloat16", "bfloat16 inputs"))),
+    Axis("layout", "C7", "how the arrays lie in memory", (
+        Value("contiguous", "row-major, no gaps"),
+        Value("strided", "a non-contiguous view (heads transposed, as after a split)"))),
+    Axis("attn_mask", "S1", "the mask argument", (
+        Value("none", "no mask"),
+        Value("bool", "a boolean mask"),
+        Value("float", "an additive float mask"),
+        Value("float -inf", "a float mask with -inf entries"),
+        Value("2-D", "one (L, S) mask broadcast over batch and heads"),
+        Value("per-head", "a mask that differs between heads"),
+        Value("empty row", "a query row with no allowed key"))),
+    Axis("is_causal", "S2", "causal masking", (
+        Value("off", "no causal mask"),
+        Value("L=S", "square"),
+        Value("L<S", "fewer queries than keys (decode, chunked prefill)"),
+        Value("L>S", "more queries than keys"))),
+    Axis("scale", "S3", "the scale argument", (
+        Value("default", "1/√E"),
+        Value("explicit", "a scale given"),
+        Value("0", "scale=0: uniform weights"))),
+    Axis("dropout_p", "S5", "the dropout probability", (
+        Value("0", "no dropout"),
+        Value("(0,1)", "some weights dropped", no_gradient="no relation yet compares a "
+              "backward through dropout with the forward's own mask"),
+        Value(">=0.9", "most weights dropped", gap="the dropout relations send p = 0.1 "
+              "and 0.3 only", no_gradient="as its forward"),
+        Value("1", "every weight dropped", gap="p = 1 is never sent yet",
+              no_gradient="as its forward"))),
+    Axis("scores", "C3", "score magnitudes", (
+        Value("ordinary", "scores of order 1"),
+        Value("peaked", "large scores: nearly one-hot rows"),
+        Value("flat", "tiny scores: nearly uniform rows"),
+        Value("past float16", "raw q·k beyond float16's largest finite (65504) before scaling"))),
+    Axis("requests", "C7", "what a caller asks with a call", (
+        Value("seeded", "the random state set before the call",
+              no_gradient="only dropout calls are seeded, and none asks for gradients"),
+        Value("kept", "the answer kept and read again after later calls",
+              no_gradient="reading an answer again needs no backward"),
+        Value("inputs read back", "the arguments read back after the call",
+              no_gradient="an in-place write is a forward matter"))),
+)
+LESSON = (
+    Axis("T", "C3", "sequence lengths T_q and T_k", SIZES[:1] + (
+        Value("small", "2 to 16 tokens"),
+        Value(">64", "more than one 64-wide tile"))),
+    Axis("d", "C3", "head sizes d_k and d_v", (
+        Value("1", "one feature"),
+        Value("d_k!=d_v", "value rows of another width"))),
+    Axis("rank", "C3", "leading axes", (
+        Value("2-D", "(T, d) arrays"),
+        Value("batched", "three or more axes"))),
+    Axis("dtype", "C6", "the inputs' floating-point format", tuple(
+        Value(d, f"{d} inputs") for d in ("float64", "float32", "float16"))),
+    Axis("mask", "C3", "the mask argument", (
+        Value("none", "no mask"),
+        Value("bool", "a boolean mask"),
+        Value("empty row", "a query row with no allowed key"))),
+    Axis("function", "C1", "the lesson's four functions", tuple(
+        Value(f, f"{f}(…)") for f in ("causal_mask", "softmax", "attention",
+                                      "causal_self_attention"))),
+)
+SPACES = {"sdpa": SDPA, "lesson": LESSON}
+# Why a contract has no gradient relations at all ("" where every value needs one).
+BACKWARD = {"sdpa": "", "lesson": NO_AUTOGRAD}

@@ -1,0 +1,72 @@
+"""Coverage from the contract: every value of the input space (reference/space.py) is reached
+at deep by a forward relation and a gradient relation, or says why not; coverage is read off
+the calls actually sent, so a renamed case or detector changes nothing."""
+
+import numpy as np
+import pytest
+
+from attnzoo import coverage
+from detectors.kit.calls import Request
+from reference.space import SPACES
+
+
+def sdpa(q, k, v, dtype="float64", **kw):
+    return Request("sdpa", (np.ones(q), np.ones(k), np.ones(v)), kw, dtype=dtype)
+
+
+def test_sizes_are_read_from_the_arrays_sent():
+    found = coverage.sdpa_values(sdpa((1, 2, 65, 33), (1, 2, 127, 33), (1, 2, 127, 8),
+                                      is_causal=True))
+    assert {("L", "2^k+1"), ("L", ">64"), ("S", "prime"), ("S", "2^k-1"), ("E", "2^k+1"),
+            ("Ev", "!=E"), ("is_causal", "L<S"), ("batch", "1"), ("heads", ">1")} <= found
+    assert ("L", "prime") not in found and ("E", ">128") not in found
+
+
+def test_masks_dropout_scale_and_requests_are_read_from_the_keywords():
+    mask = np.full((4, 5), -np.inf)
+    mask[1:, 0] = 0.0  # row 0 has no allowed key
+    found = coverage.sdpa_values(sdpa((2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 8), attn_mask=mask,
+                                      dropout_p=0.95, scale=0.0))
+    assert {("attn_mask", "float"), ("attn_mask", "float -inf"), ("attn_mask", "2-D"),
+            ("attn_mask", "empty row"), ("dropout_p", ">=0.9"), ("scale", "0")} <= found
+    asked = Request("sdpa", (np.ones((1, 1, 2, 2)),) * 3, {}, seed=3, keep=True)
+    assert {("requests", "seeded"), ("requests", "kept")} <= coverage.sdpa_values(asked)
+
+
+def test_grouped_heads_and_score_magnitudes():
+    q, k = np.full((1, 8, 3, 4), 200.0), np.full((1, 1, 3, 4), 200.0)
+    r = Request("sdpa", (q, k, np.ones((1, 1, 3, 4))), {"enable_gqa": True})
+    assert {("gqa", "mqa"), ("scores", "past float16")} <= coverage.sdpa_values(r)
+
+
+def test_every_value_the_classifiers_name_is_in_the_space():
+    """A value read off a call that the space does not list would be counted nowhere."""
+    values = {c: {(a.name, v.name) for a in axes for v in a.values} for c, axes in SPACES.items()}
+    r = sdpa((2, 16, 1025, 129), (2, 16, 1, 129), (2, 16, 1, 129), dtype="bfloat16",
+             attn_mask=np.ones((2, 16, 1025, 1), dtype=bool), dropout_p=1.0)
+    assert coverage.sdpa_values(r) <= values["sdpa"]
+    lesson = Request("attention", (np.ones((3, 1)), np.ones((70, 1)), np.ones((70, 2)),
+                                   np.zeros((3, 70), dtype=bool)), dtype="float16")
+    assert coverage.lesson_values(lesson) <= values["lesson"]
+
+
+def test_a_gap_and_a_stale_reason_are_reported():
+    """The rule can fail both ways: a value nothing reaches that says nothing, and a value
+    that says nothing reaches it while something does."""
+    found = {"sdpa": {"deep": {"heads:>=16": {"forward": ["x"], "backward": ["y"]}}},
+             "lesson": {"deep": {}}}
+    lines = coverage.problems(found)
+    assert any(line.startswith("sdpa L:1: no forward relation") for line in lines)
+    assert any(line.startswith("lesson T:1: no forward relation") for line in lines)
+    assert not any("lesson T:1: no gradient" in line for line in lines)  # no autograd there
+    assert not any("heads:>=16" in line for line in lines)
+    assert any("dropout_p:1: no" in line for line in lines) is False  # it says why
+
+
+@pytest.fixture(scope="module")
+def deep():
+    return coverage.coverage(("deep",))
+
+
+def test_every_value_at_deep_is_reached_or_says_why(deep):
+    assert coverage.problems(deep) == []
