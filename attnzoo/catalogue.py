@@ -7,6 +7,11 @@ The zoo is imported by the functions that read it: importing it imports every en
 torch with them, which ``check`` (that imports this module for ``ROW_BACKENDS``) never needs.
 """
 
+import json
+
+from detectors import all_detectors, baseline_suites
+from detectors.kit.needs import Needs, describe
+
 # zoo backend -> (contract, what the functions take)
 ROW_BACKENDS = {
     "numpy": ("lesson", "numpy"),
@@ -74,3 +79,16 @@ def listing_text(rows):
     n_bugs = sum(1 for r in rows if r["kind"] == "bug")
     lines.append(f"{n_bugs} bugs, {len(rows) - n_bugs} decoys")
     return "\n".join(lines)
+
+
+def detectors_listing(as_json=False):
+    """``attnzoo detectors``: each detector and baseline with its oracle, clauses, property
+    and needs, as text or JSON."""
+    rows = [{"name": d.NAME, "oracle": d.ORACLE, "clauses": list(d.CLAUSES),
+             "property": d.PROPERTY, "needs": describe(getattr(d, "NEEDS", Needs()))}
+            for d in all_detectors() + baseline_suites()]
+    if as_json:
+        return json.dumps(rows, indent=1, ensure_ascii=False)
+    w = max(len(r["name"]) for r in rows)
+    return "\n".join(f"{r['name']:<{w}}  {r['oracle']:<13} {','.join(r['clauses']):<16} "
+                     f"{r['property']}\n{'':<{w}}  needs: {r['needs']}" for r in rows)

@@ -10,7 +10,6 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 
 from attnzoo import options
 from attnzoo.options import BadInput, Options
@@ -269,34 +268,14 @@ def cmd_coverage(args):
     from attnzoo import coverage
 
     if args.seed < 0:
-        raise BadInput(f"--seed must be 0 or more, not {args.seed}")
-    depths = tuple(d for d in DEPTHS if d in (args.depth or DEPTHS))
-    contracts = tuple(dict.fromkeys(args.contract or ("sdpa", "lesson")))
-    found = coverage.coverage(depths, args.seed, contracts)
-    text = coverage.to_json(found, args.seed)
-    if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
-    print(text if args.json else coverage.render(found), end="" if args.json else "\n")
-    problems = coverage.problems(found) if "deep" in depths else []
-    for line in problems:
-        print(f"coverage: {line}", file=sys.stderr)
-    return 1 if problems else 0
+        raise UsageError(f"--seed must be 0 or more, not {args.seed}")
+    return coverage.command(args.depth, args.contract, args.seed, args.json, args.output)
 
 
 def cmd_detectors(args):
-    from detectors import all_detectors, baseline_suites
-    from detectors.kit.needs import Needs, describe
+    from attnzoo.catalogue import detectors_listing
 
-    rows = [{"name": d.NAME, "oracle": d.ORACLE, "clauses": list(d.CLAUSES),
-             "property": d.PROPERTY, "needs": describe(getattr(d, "NEEDS", Needs()))}
-            for d in all_detectors() + baseline_suites()]
-    if args.json:
-        print(json.dumps(rows, indent=1, ensure_ascii=False))
-        return 0
-    w = max(len(r["name"]) for r in rows)
-    for r in rows:
-        print(f"{r['name']:<{w}}  {r['oracle']:<13} {','.join(r['clauses']):<16} {r['property']}")
-        print(f"{'':<{w}}  needs: {r['needs']}")
+    print(detectors_listing(args.json))
     return 0
 
 

@@ -11,6 +11,8 @@ and the coverage test fails on it.
 
 import json
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -237,3 +239,18 @@ def render(found):
 
 def to_json(found, seed):
     return json.dumps({"seed": seed, "coverage": found}, indent=1, sort_keys=True) + "\n"
+
+
+def command(depths, contracts, seed, as_json, output):
+    """``attnzoo coverage``: print the table (or JSON), write JSON where ``output`` names, and
+    exit 1 when the deep coverage has a gap or a stale reason (one line each on stderr)."""
+    depths = tuple(d for d in DEPTHS if d in (depths or DEPTHS))
+    found = coverage(depths, seed, tuple(dict.fromkeys(contracts or tuple(SPACES))))
+    text = to_json(found, seed)
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    print(text if as_json else render(found), end="" if as_json else "\n")
+    lines = problems(found) if "deep" in depths else []
+    for line in lines:
+        print(f"coverage: {line}", file=sys.stderr)
+    return 1 if lines else 0

@@ -70,3 +70,21 @@ def deep():
 
 def test_every_value_at_deep_is_reached_or_says_why(deep):
     assert coverage.problems(deep) == []
+
+
+def test_the_command_prints_the_table_and_writes_json(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "coverage.json"
+    p = subprocess.run([sys.executable, "-m", "attnzoo", "coverage", "--depth", "quick",
+                        "--contract", "lesson", "--output", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "lesson contract: detectors reaching each value" in p.stdout
+    doc = json.loads(out.read_text())
+    assert doc["coverage"]["lesson"]["quick"]["function:softmax"]["forward"]
+    bad = subprocess.run([sys.executable, "-m", "attnzoo", "coverage", "--seed", "-1"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--seed must be 0 or more" in bad.stderr
