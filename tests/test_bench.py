@@ -1,10 +1,14 @@
-"""``attnzoo bench --against REV``: the earlier matrix runs from its own tree, never this one.
+"""``attnzoo bench``: the parts its comparisons stand on.
 
-Running both matrices takes minutes, so the whole comparison is left to the command; here, the
-part a comparison stands on: the commit's files are what runs, through the console script that
-commit declares, even where a package of the same name is installed from this checkout.
+``--against REV``: the earlier matrix runs from its own tree, never this one. Running both
+matrices takes minutes, so the whole comparison is left to the command; here, the commit's
+files are what runs, through the console script that commit declares, even where a package of
+the same name is installed from this checkout. ``--flagged``: its target is flagged where it
+should be, and the command runs both checks and reports them (on the quick battery: the deep
+comparison takes minutes).
 """
 
+import json
 import subprocess
 
 import pytest
@@ -58,3 +62,44 @@ def test_an_unknown_commit_is_bad_input(history):
     repo, _, _ = history
     with pytest.raises(BadInput, match="no such commit"):
         against.commit("no-such-branch", repo)
+
+
+def test_the_flagged_target_is_flagged_past_its_first_key_tile():
+    """``bench --flagged`` compares a flagged check with a clean one: its target must be
+    flagged where keys pass one tile of 64 (standard), and exact within one tile (quick)."""
+    from attnzoo.check import run_check
+    from attnzoo.devtools.bench import ROOT
+    from attnzoo.devtools.flagged import FLAGGED
+
+    target, only = f"{ROOT}/{FLAGGED}", ["matches_loop_oracle"]
+    sections, _, _, code = run_check(target, only=only, depth="standard", shrink=False)
+    assert code == 1, sections[0]["findings"][0].message
+    assert sections[0]["findings"][0].caught
+    _, _, _, code = run_check(target, only=only, depth="quick")
+    assert code == 0
+
+
+def test_the_flagged_bench_times_both_checks_in_turn(tmp_path, capsys):
+    """The wiring, on the quick battery and one run each: both checks run, the JSON holds each
+    side's figures and the ratios, and a comparison in which the flagged target was not flagged
+    (quick's keys fit one tile) says so and exits 1."""
+    from attnzoo.cli import main
+
+    out = tmp_path / "flagged.json"
+    code = main(["bench", "--flagged", "--repeats", "1", "--depth", "quick", "--output",
+                 str(out)])
+    printed = capsys.readouterr().out
+    report = json.loads(out.read_text())
+    assert code == 1, printed
+    assert report["depth"] == "quick" and report["budget"] == 1.5
+    for side in ("flagged", "clean"):
+        assert report[side]["runs"] == 1 and report[side]["exit_codes"] == [0]
+        assert report[side]["calls"] > 0 and report[side]["wall"]["median"] > 0
+        assert report[side]["command"].endswith("--depth quick --json")
+    assert "flagged_tiled.py:SDPA" in report["flagged"]["command"]
+    assert "scaled_dot_product_attention" in report["clean"]["command"]
+    assert report["wall_ratio_pairs"]["median"] == pytest.approx(
+        report["flagged"]["wall"]["median"] / report["clean"]["wall"]["median"], abs=1e-3)
+    assert report["void"] == ["the flagged target's check exited 0, not 1"]
+    assert "void: the flagged target's check exited 0, not 1" in printed
+    assert "flagged / clean, wall:" in printed

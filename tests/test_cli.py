@@ -222,6 +222,10 @@ def test_bad_target_is_one_usage_error(target, words):
                  id="bench-against-unknown-commit"),
     pytest.param(["bench", "--against", "HEAD", "--checks"], ["separate runs", "give one"],
                  id="bench-against-and-checks"),
+    pytest.param(["bench", "--flagged", "--ratio"], ["separate runs", "give one"],
+                 id="bench-flagged-and-ratio"),
+    pytest.param(["bench", "--checks", "--depth", "quick"], ["--depth", "add --flagged"],
+                 id="bench-depth-without-flagged"),
 ])
 def test_bad_argument_is_one_usage_error(argv, words):
     line = one_error_line(attnzoo(*argv))

@@ -35,7 +35,7 @@ def add(sub, add_run_options):
     p.add_argument("--scales", default="1,2,4", help="battery sizes to time (default 1,2,4)")
     p.add_argument("--output", metavar="PATH",
                    help="where the JSON goes (default docs/benchmark.json for the whole run; "
-                   "--against, --ratio and --checks write only where this names)")
+                   "--against, --ratio, --checks and --flagged write only where this names)")
     p.add_argument("--no-xdist-compare", action="store_true",
                    help="skip the serial-vs-parallel kill matrix comparison")
     p.add_argument("--ratio", action="store_true",
@@ -47,6 +47,12 @@ def add(sub, add_run_options):
     p.add_argument("--against", metavar="REV",
                    help="only attnzoo matrix today against attnzoo matrix at commit REV of this "
                    "repository, in turn on this machine: walls, cells and their ratios")
+    p.add_argument("--flagged", action="store_true",
+                   help="only attnzoo check on the bench's flagged target (a tiled kernel with "
+                   "one defect) against torch's SDPA, in turn: walls and their ratio (budget "
+                   "1.5); exit 1 unless the one was flagged and the other clean")
+    p.add_argument("--depth", choices=("quick", "standard", "deep"),
+                   help="the checks' battery tier for --flagged (default deep)")
     p.set_defaults(run=cmd_bench)
 
     p = sub.add_parser("docs", help="regenerate docs/: catalogue pages, kill-matrix JSON and PNG",
@@ -83,9 +89,20 @@ def cmd_bench(args):
         raise BadInput(f"--scales takes whole numbers like 1,2,4, not {args.scales!r}") from None
     if args.repeats < 1 or not scales or min(scales) < 1:
         raise BadInput("--repeats and --scales must be at least 1")
-    if sum((bool(args.against), args.ratio, args.checks)) > 1:
-        raise BadInput("--against, --ratio and --checks are separate runs: give one of them")
+    if sum((bool(args.against), args.ratio, args.checks, args.flagged)) > 1:
+        raise BadInput("--against, --ratio, --checks and --flagged are separate runs: give one "
+                       "of them")
+    if args.depth and not args.flagged:
+        raise BadInput("--depth is the depth of --flagged's checks: add --flagged")
     root = project.root("attnzoo bench")
+    if args.flagged:
+        from attnzoo.devtools import flagged
+
+        report = flagged.compare(args.repeats, args.depth or "deep")
+        print(flagged.render(report))
+        if args.output:
+            bench.write(report, args.output)
+        return 1 if report["void"] else 0
     if args.against:
         from attnzoo.devtools import against
 

@@ -47,7 +47,8 @@ def encode(request, target):
               "gradcheck": bool(request.gradcheck), "seed": request.seed,
               "strided": bool(request.strided), "keep": None, "inputs": bool(request.inputs),
               "call": request.describe()}
-    return header, [bytes(memoryview(b).cast("B")) for b in buffers], sent
+    # the arrays' own bytes, not copies: nothing writes to them before the answer is decided
+    return header, [memoryview(b).cast("B") for b in buffers], sent
 
 
 def for_worker(header, buffers):
@@ -101,12 +102,13 @@ def _decide(reply, buffers, sent, sent_buffers, request, target):
 
 
 def _as_answer(a, name, backend):
-    """Floats as float64, bools as bool; integers as float64 (NumPy) or kept (torch)."""
+    """Floats as float64, bools as bool; integers as float64 (NumPy) or kept (torch). ``a`` is
+    :func:`wire.array`'s own copy: converted where its dtype is another, never copied again."""
     if name == "bool":
-        return np.array(a, dtype=bool)
+        return np.asarray(a, dtype=bool)
     if name in wire.FLOATS or backend == "numpy":
-        return np.array(a, dtype=np.float64)
-    return np.array(a)
+        return np.asarray(a, dtype=np.float64)
+    return a
 
 
 def _mutated(inputs, buffers, sent, sent_buffers):
@@ -133,7 +135,13 @@ def _mutated(inputs, buffers, sent, sent_buffers):
 def _same_bytes(after, buffers, desc, sent):
     return (isinstance(after, dict) and after.get("dtype") == desc["dtype"]
             and after.get("shape") == desc["shape"] and type(after.get("array")) is int
-            and 0 <= after["array"] < len(buffers) and buffers[after["array"]] == sent)
+            and 0 <= after["array"] < len(buffers) and _equal(buffers[after["array"]], sent))
+
+
+def _equal(a, b):
+    """Byte for byte, at memcmp's speed (a memoryview's own == compares byte by byte)."""
+    return len(a) == len(b) and np.array_equal(np.frombuffer(a, np.uint8),
+                                               np.frombuffer(b, np.uint8))
 
 
 def _grads(grads, buffers, request):
@@ -142,7 +150,7 @@ def _grads(grads, buffers, request):
     names = ARG_NAMES[request.fn]
     if not isinstance(grads, dict) or not set(grads) <= set(names):
         raise wire.Malformed("gradients for arguments the call does not have")
-    return {n: None if g is None else np.array(wire.array(g, buffers)[0], dtype=np.float64)
+    return {n: None if g is None else np.asarray(wire.array(g, buffers)[0], dtype=np.float64)
             for n, g in grads.items()}
 
 

@@ -6,6 +6,8 @@ the deadline, returning the findings and the names of the detectors that did not
 report can say exactly what was and was not checked.
 """
 
+import contextlib
+import ctypes
 import sys
 import time
 
@@ -69,10 +71,60 @@ def executor(args, progress):
 def run_all(chosen, subject, battery, run, progress, offset=0, total=None):
     """(findings, names not run): the detectors in order, stopping at the deadline."""
     findings = []
-    for i, detector in enumerate(chosen):
-        progress.detector(offset + i + 1, total or len(chosen), detector.NAME)
-        try:
-            findings.append(run(detector, subject, battery))
-        except DeadlineReached:
-            return findings, [d.NAME for d in chosen[i:]]
+    with one_blas_thread():
+        for i, detector in enumerate(chosen):
+            progress.detector(offset + i + 1, total or len(chosen), detector.NAME)
+            try:
+                findings.append(run(detector, subject, battery))
+            except DeadlineReached:
+                return findings, [d.NAME for d in chosen[i:]]
     return findings, []
+
+
+# OpenBLAS's thread-count setters, by the names its builds export (NumPy's wheels prefix theirs)
+_SETTERS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
+            "openblas_set_num_threads64_", "openblas_set_num_threads")
+
+
+@contextlib.contextmanager
+def one_blas_thread():
+    """Every OpenBLAS this process has loaded (NumPy's) on one thread while the detectors run,
+    as the worker's torch is (``probes._Torch``). The detectors' and oracles' products are small
+    and many, the worker takes turns with this process, and the machine is often shared: a
+    second BLAS thread spins waiting for work and, under load, made the low-precision
+    detectors' NumPy several times slower. Where no OpenBLAS is found (another BLAS, no
+    /proc), nothing changes."""
+    found = _openblas()
+    before = [get() for get, _ in found]
+    for _, set_ in found:
+        set_(1)
+    try:
+        yield
+    finally:
+        for (_, set_), n in zip(found, before):
+            set_(n)
+
+
+def _openblas():
+    """[(get, set)] of the number of threads of each OpenBLAS mapped into this process."""
+    import numpy  # noqa: F401 - loads its BLAS, which is then among the mapped files
+
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split(None, 5)[-1].strip() for line in maps if "openblas" in line}
+    except OSError:
+        return []
+    found = []
+    for path in sorted(paths):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name in _SETTERS:
+            setter = getattr(lib, name, None)
+            getter = getattr(lib, name.replace("set_num", "get_num"), None)
+            if setter is not None and getter is not None:
+                setter.argtypes, getter.restype = [ctypes.c_int], ctypes.c_int
+                found.append((getter, setter))
+                break
+    return found

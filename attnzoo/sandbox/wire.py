@@ -23,6 +23,7 @@ PREFIX = struct.Struct(">IQ")
 MAX_HEADER = 1 << 24  # 16 MiB of JSON: far above any honest reply
 MAX_BODY = 1 << 28  # 256 MiB of array bytes: the battery's answers are far smaller
 MAX_NDIM = 32
+IOV_MAX = 1024  # buffers one sendmsg may gather (Linux's UIO_MAXIOV)
 
 # dtype name -> the little-endian NumPy dtype its bytes are read as; bfloat16 travels as its
 # 16 raw bits. Everything not named here (objects, strings, complex, structured) is refused.
@@ -38,11 +39,32 @@ class Malformed(Exception):
 
 
 def send(sock, header, buffers=()):
-    """Send one frame: ``header`` (JSON-able) and the byte strings it refers to."""
+    """Send one frame: ``header`` (JSON-able) and the byte strings it refers to, gathered by
+    the kernel from where they lie (``sendmsg``): the arrays are not first copied into one."""
     buffers = [memoryview(b).cast("B") for b in buffers]
     head = json.dumps(dict(header, buffers=[len(b) for b in buffers])).encode()
     body = sum(len(b) for b in buffers)
-    sock.sendall(b"".join([PREFIX.pack(len(head), body), head, *buffers]))  # one write: one wake-up
+    _send_all(sock, [PREFIX.pack(len(head), body) + head] + [b for b in buffers if len(b)])
+
+
+def _send_all(sock, parts):
+    """``sendall`` of several buffers in turn, within the socket's timeout for the whole."""
+    limit = sock.gettimeout()
+    until = None if limit is None else time.monotonic() + limit
+    try:
+        while parts:
+            if until is not None:
+                left = until - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("the frame was not taken in time")
+                sock.settimeout(left)
+            sent = sock.sendmsg(parts[:IOV_MAX])
+            while parts and sent >= len(parts[0]):
+                sent -= len(parts.pop(0))
+            if sent:
+                parts[0] = parts[0][sent:]
+    finally:
+        sock.settimeout(limit)
 
 
 def read(sock, seconds=None):
@@ -59,30 +81,31 @@ def read(sock, seconds=None):
     sizes = header.get("buffers") if isinstance(header, dict) else None
     if not isinstance(sizes, list) or not all(_count(s) for s in sizes) or sum(sizes) != blen:
         raise Malformed("a header whose buffer sizes do not add up")
-    body = _exactly(sock, blen, until)
+    body = memoryview(_exactly(sock, blen, until))
     buffers, at = [], 0
     for s in sizes:
-        buffers.append(body[at:at + s])
+        buffers.append(body[at:at + s])  # views of the one body: nothing copied
         at += s
     return header, buffers
 
 
 def _exactly(sock, n, until, eof_ok=False):
-    chunks, got = [], 0
+    """``n`` bytes, received straight into one bytearray."""
+    data = bytearray(n)
+    view, got = memoryview(data), 0
     while got < n:
         if until is not None:
             left = until - time.monotonic()
             if left <= 0:
                 raise TimeoutError("no complete message in time")
             sock.settimeout(left)
-        chunk = sock.recv(min(n - got, 1 << 20))
-        if not chunk:
+        k = sock.recv_into(view[got:])
+        if not k:
             if eof_ok and got == 0:
                 raise EOFError("the connection was closed")
             raise Malformed(f"the connection closed in the middle of a message ({got}/{n} bytes)")
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
+        got += k
+    return data
 
 
 def _count(x):
