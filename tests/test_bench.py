@@ -70,12 +70,14 @@ def test_the_flagged_target_is_flagged_past_its_first_key_tile():
     from attnzoo.check import run_check
     from attnzoo.devtools.bench import ROOT
     from attnzoo.devtools.flagged import FLAGGED
+    from attnzoo.options import Options
 
     target, only = f"{ROOT}/{FLAGGED}", ["matches_loop_oracle"]
-    sections, _, _, code = run_check(target, only=only, depth="standard", shrink=False)
+    sections, _, _, code = run_check(target, Options.build(only=only, depth="standard",
+                                                           shrink=False))
     assert code == 1, sections[0]["findings"][0].message
     assert sections[0]["findings"][0].caught
-    _, _, _, code = run_check(target, only=only, depth="quick")
+    _, _, _, code = run_check(target, Options.build(only=only, depth="quick"))
     assert code == 0
 
 
@@ -103,3 +105,13 @@ def test_the_flagged_bench_times_both_checks_in_turn(tmp_path, capsys):
     assert report["void"] == ["the flagged target's check exited 0, not 1"]
     assert "void: the flagged target's check exited 0, not 1" in printed
     assert "flagged / clean, wall:" in printed
+
+
+def test_against_compares_a_check_from_each_tree(tmp_path):
+    """``--against REV --check LOCATOR``: the check runs today and at REV, each from its tree,
+    and the calls each made are read from its own JSON."""
+    report = against.compare("HEAD", 1, check=["reference/lesson_numpy.py", "--depth", "quick",
+                                                "--only", "known_answers"])
+    assert report["today"]["command"].startswith("attnzoo check reference/lesson_numpy.py")
+    assert report["today"]["cells"] == report["then"]["cells"] > 0
+    assert "| check | calls |" in against.render(report)

@@ -224,8 +224,10 @@ def test_bad_target_is_one_usage_error(target, words):
                  id="bench-against-and-checks"),
     pytest.param(["bench", "--flagged", "--ratio"], ["separate runs", "give one"],
                  id="bench-flagged-and-ratio"),
-    pytest.param(["bench", "--checks", "--depth", "quick"], ["--depth", "add --flagged"],
+    pytest.param(["bench", "--checks", "--depth", "quick"], ["--depth", "--flagged"],
                  id="bench-depth-without-flagged"),
+    pytest.param(["bench", "--check", "reference/lesson_numpy.py"], ["--check", "--against"],
+                 id="bench-check-without-against"),
 ])
 def test_bad_argument_is_one_usage_error(argv, words):
     line = one_error_line(attnzoo(*argv))

@@ -61,29 +61,32 @@ def console_command(folder, argv):
     return [bench.PY, "-c", code, *argv]
 
 
-def compare(rev, repeats, root=None):
-    """Today's ``attnzoo matrix`` and that of ``rev``, in turn, ``repeats`` times each."""
+def compare(rev, repeats, root=None, check=None):
+    """Today's ``attnzoo matrix`` and that of ``rev``, in turn, ``repeats`` times each; with
+    ``check`` (the arguments of ``attnzoo check``), that check instead, its calls counted."""
     root = root or bench.ROOT
     sha = commit(rev, root)
     head = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty"],
                           capture_output=True, text=True).stdout.strip()
+    what = ["check", *check, "--json"] if check else ["matrix", "--format", "json", "--output"]
     with tempfile.TemporaryDirectory(prefix="attnzoo-against-") as out, \
             tree(sha, root) as folder:
         paths = {side: os.path.join(out, f"{side}.json") for side in ("today", "then")}
-        sides = {"today": (bench.matrix_command(paths["today"]), root),
-                 "then": (console_command(folder, ["matrix", "--format", "json", "--output",
-                                                   paths["then"]]), folder)}
+        argv = {side: what if check else what + [paths[side]] for side in paths}
+        sides = {"today": ([bench.PY, "-m", "attnzoo", *argv["today"]], root),
+                 "then": (console_command(folder, argv["then"]), folder)}
         runs = {side: [] for side in sides}
         cells = {}
         for _ in range(repeats):
             for side, (cmd, cwd) in sides.items():
                 run = bench.once(cmd, cwd=cwd)
-                if run[2].returncode not in (0, 1):  # 1: a failing cell, still a whole matrix
-                    raise RuntimeError(f"the {side} matrix exited {run[2].returncode}: "
+                if run[2].returncode not in (0, 1):  # 1: flagged, or a failing cell: whole
+                    raise RuntimeError(f"the {side} {what[0]} exited {run[2].returncode}: "
                                        f"{run[2].stderr.strip()[-500:]}")
                 runs[side].append(run)
-                cells[side] = _cells(paths[side])
-    shown = {"today": ["attnzoo", "matrix"], "then": ["attnzoo", "matrix", f"(at {sha[:12]})"]}
+                cells[side] = _calls(run[2].stdout) if check else _cells(paths[side])
+    shown = {"today": ["attnzoo", *what[:1 + len(check or ())]],
+             "then": ["attnzoo", *what[:1 + len(check or ())], f"(at {sha[:12]})"]}
     figures = {side: dict(bench.figure(shown[side], r), cells=cells[side])
                for side, r in runs.items()}
     figures["today"]["commit"], figures["then"]["commit"] = head, sha
@@ -97,6 +100,11 @@ def compare(rev, repeats, root=None):
                 / (figures["then"]["cpu"]["median"] / cells["then"]), 3)}
 
 
+def _calls(stdout):
+    """The calls a check's JSON says it made into the implementation."""
+    return json.loads(stdout)["summary"]["calls"]
+
+
 def _cells(path):
     doc = json.loads(Path(path).read_text())
     return sum(len(row["cells"]) for row in doc["rows"])
@@ -104,11 +112,13 @@ def _cells(path):
 
 def render(r):
     m = r["machine"]
-    lines = [f"{m['date']}, {m['cores']} cores, {m['cpu'] or m['platform']}: `attnzoo matrix` "
+    what = r["today"]["command"]
+    lines = [f"{m['date']}, {m['cores']} cores, {m['cpu'] or m['platform']}: `{what}` "
              f"today ({r['today']['commit']}) and at {r['against']} "
              f"({r['then']['commit'][:12]}), in turn, {r['today']['runs']} "
              f"run{'s' if r['today']['runs'] != 1 else ''} each", "",
-             "| matrix | cells | median wall | min | max | median CPU |",
+             f"| {'matrix | cells' if what == 'attnzoo matrix' else 'check | calls'} | median "
+             "wall | min | max | median CPU |",
              "|---|---|---|---|---|---|"]
     for side in ("today", "then"):
         f = r[side]
@@ -119,5 +129,6 @@ def render(r):
     p = r["wall_ratio_pairs"]
     lines += ["", f"today / {r['against']}, wall: {p['median']:.3f} (median of the pairs; "
               f"{p['min']:.3f}–{p['max']:.3f}), {r['wall_ratio_medians']:.3f} (of the medians); "
-              f"CPU per cell: {r['cpu_per_cell_ratio']:.3f}"]
+              f"CPU per {'cell' if what == 'attnzoo matrix' else 'call'}: "
+              f"{r['cpu_per_cell_ratio']:.3f}"]
     return "\n".join(lines)

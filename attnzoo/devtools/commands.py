@@ -11,6 +11,7 @@ import sys
 import time
 
 from attnzoo.check import BadInput
+from detectors.kit.depths import DEPTHS
 
 
 def add(sub, add_run_options):
@@ -51,8 +52,12 @@ def add(sub, add_run_options):
                    help="only attnzoo check on the bench's flagged target (a tiled kernel with "
                    "one defect) against torch's SDPA, in turn: walls and their ratio (budget "
                    "1.5); exit 1 unless the one was flagged and the other clean")
-    p.add_argument("--depth", choices=("quick", "standard", "deep"),
-                   help="the checks' battery tier for --flagged (default deep)")
+    p.add_argument("--check", metavar="LOCATOR",
+                   help="with --against: attnzoo check LOCATOR (at --depth) instead of the "
+                   "matrix, today and at REV, in turn")
+    p.add_argument("--depth", choices=DEPTHS,
+                   help="the checks' battery tier for --flagged and --against --check "
+                   "(default deep)")
     p.set_defaults(run=cmd_bench)
 
     p = sub.add_parser("docs", help="regenerate docs/: catalogue pages, kill-matrix JSON and PNG",
@@ -92,8 +97,11 @@ def cmd_bench(args):
     if sum((bool(args.against), args.ratio, args.checks, args.flagged)) > 1:
         raise BadInput("--against, --ratio, --checks and --flagged are separate runs: give one "
                        "of them")
-    if args.depth and not args.flagged:
-        raise BadInput("--depth is the depth of --flagged's checks: add --flagged")
+    if args.check and not args.against:
+        raise BadInput("--check names what --against compares: add --against REV")
+    if args.depth and not (args.flagged or args.check):
+        raise BadInput("--depth is the depth of --flagged's or --against --check's checks: add "
+                       "one of them")
     root = project.root("attnzoo bench")
     if args.flagged:
         from attnzoo.devtools import flagged
@@ -106,7 +114,8 @@ def cmd_bench(args):
     if args.against:
         from attnzoo.devtools import against
 
-        report = against.compare(args.against, args.repeats, root)
+        check = [args.check, "--depth", args.depth or "deep"] if args.check else None
+        report = against.compare(args.against, args.repeats, root, check)
         print(against.render(report))
         if args.output:
             bench.write(report, args.output)
