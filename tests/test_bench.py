@@ -94,17 +94,21 @@ def test_the_flagged_bench_times_both_checks_in_turn(tmp_path, capsys):
     report = json.loads(out.read_text())
     assert code == 1, printed
     assert report["depth"] == "quick" and report["budget"] == 1.5
-    for side in ("flagged", "clean"):
+    for side in ("flagged", "tiled", "clean"):
         assert report[side]["runs"] == 1 and report[side]["exit_codes"] == [0]
         assert report[side]["calls"] > 0 and report[side]["wall"]["median"] > 0
         assert report[side]["command"].endswith("--depth quick --json")
     assert "flagged_tiled.py:SDPA" in report["flagged"]["command"]
     assert "scaled_dot_product_attention" in report["clean"]["command"]
+    assert "tiled_kernel.py:SDPA" in report["tiled"]["command"]
     assert report["wall_ratio_pairs"]["median"] == pytest.approx(
+        report["flagged"]["wall"]["median"] / report["tiled"]["wall"]["median"], abs=1e-3)
+    assert report["wall_ratio_pairs_sdpa"]["median"] == pytest.approx(
         report["flagged"]["wall"]["median"] / report["clean"]["wall"]["median"], abs=1e-3)
     assert report["void"] == ["the flagged target's check exited 0, not 1"]
     assert "void: the flagged target's check exited 0, not 1" in printed
-    assert "flagged / clean, wall:" in printed
+    assert "flagged / the same kernel without its defect, wall:" in printed
+    assert "flagged / torch's SDPA, wall:" in printed
 
 
 def test_against_compares_a_check_from_each_tree(tmp_path):
