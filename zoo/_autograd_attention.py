@@ -12,8 +12,8 @@ pass by hand. The forward keeps P = softmax(S) and the backward rebuilds the gra
 way). :class:`HandWrittenBackward` is the reference SDPA with exactly this: its forward is the
 reference's arithmetic step for step, and its backward is split into overridable steps —
 ``read_upstream``, ``grad_value``, ``grad_scores``, ``grad_query_key``, ``grad_bias`` — so that
-each gradient entry breaks one of them and nothing else. As it stands it is correct; the leading underscore keeps it out of the
-zoo's discovery.
+each gradient entry breaks one of them and nothing else. As it stands it is correct; the leading
+underscore keeps it out of the zoo's discovery.
 """
 
 import math
@@ -59,7 +59,9 @@ class _Attention(torch.autograd.Function):
             grad_weights = grad_weights * keep
         grad_scores = steps.grad_scores(weights, grad_weights)  # (N, ..., H, L, S)
         grad_query, grad_key = steps.grad_query_key(grad_scores, query, key, ctx.factor)
-        grad_bias = steps.grad_bias(grad_scores, ctx.bias_shape) if ctx.needs_input_grad[3] else None
+        grad_bias = None
+        if ctx.needs_input_grad[3]:
+            grad_bias = steps.grad_bias(grad_scores, ctx.bias_shape)  # (..., L, S) as the bias
         return (
             reduce_to(grad_query, query.shape),
             reduce_to(grad_key, key.shape),

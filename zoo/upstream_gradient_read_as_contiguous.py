@@ -5,8 +5,9 @@ from the shape, as if dO were freshly allocated. In a model it rarely is: after 
 (``out.transpose(1, 2).reshape(N, L, H * Ev)``) dO arrives as a transposed view, after
 ``out.sum()`` or a mean it arrives expanded with stride 0, after a slice it starts at an
 offset into a wider buffer. The kernel then reads the right memory in the wrong order, and
-every gradient is silently wrong; where the buffer is smaller than the block it assumes, it
-reads past the end. Unit tests build dO with ``torch.randn_like(out)`` and never see it.
+every gradient is silently wrong; where the buffer is smaller than the block it assumes
+(stride 0), a GPU kernel reads past its end, and ``as_strided`` here refuses. Unit tests build
+dO with ``torch.randn_like(out)`` and never see it.
 """
 
 from zoo import Bug
@@ -29,9 +30,9 @@ BUG = Bug(
 
 class Sdpa(HandWrittenBackward):
     def read_upstream(self, grad_out):
-        # BUG: the memory from dO's first element read row-major, whatever its strides
-        return grad_out.new_empty(0).set_(grad_out.untyped_storage(), grad_out.storage_offset(),
-                                          grad_out.shape)  # (N, ..., H, L, Ev)
+        row_major = grad_out.new_empty(grad_out.shape).stride()  # what a fresh dO would have
+        # BUG: the memory from dO's first element read with those strides, whatever dO's own
+        return grad_out.as_strided(grad_out.shape, row_major)  # (N, ..., H, L, Ev)
 
 
 SDPA = Sdpa()

@@ -41,9 +41,10 @@ class _Einsum(torch.autograd.Function):
         grad_weights = torch.einsum("...lv,...sv->...ls", grad_out, value)  # (..., L, S)
         rowsum = torch.einsum("...ls,...ls->...l", weights, grad_weights)[..., None]
         grad_scores = weights * (grad_weights - rowsum)  # (..., L, S)
+        factor = ctx.factor
         grads = (
-            torch.einsum("...ls,...se->...le", grad_scores, key) * ctx.factor if need[0] else None,
-            torch.einsum("...ls,...le->...se", grad_scores, query) * ctx.factor if need[1] else None,
+            torch.einsum("...ls,...se->...le", grad_scores, key) * factor if need[0] else None,
+            torch.einsum("...ls,...le->...se", grad_scores, query) * factor if need[1] else None,
             torch.einsum("...ls,...lv->...sv", weights, grad_out) if need[2] else None,
             grad_scores if need[3] else None,
         )
