@@ -268,6 +268,13 @@ class QueryDetached(ScaledDotProductAttention):
         return super().__call__(query.detach(), *args, **kwargs)  # WRONG: no gradient reaches query
 
 
+class MaskDetached(ScaledDotProductAttention):
+    def __call__(self, query, key, value, attn_mask=None, *args, **kwargs):
+        if attn_mask is not None:
+            attn_mask = attn_mask.detach()  # WRONG: no gradient reaches a float mask
+        return super().__call__(query, key, value, attn_mask, *args, **kwargs)
+
+
 def dropout_not_rescaled(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                          scale=None, enable_gqa=False):
     weights = torch.softmax(query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1]), dim=-1)
@@ -416,6 +423,10 @@ WRONG = [
           relation="the same backward made twice"),
     Wrong("correct_gradients", QueryDetached, "killed",
           "expected a gradient for query, got no gradient reached query", "f(query", "sdpa"),
+    Wrong("gradients_of_every_input", MaskDetached, "killed",
+          "expected a gradient for attn_mask (gradient of sum(out * G), a float mask's summed over "
+          "the axes it broadcasts along), got no gradient reached attn_mask", "f(query", "sdpa",
+          "a float mask's summed over the axes it broadcasts along"),
     Wrong("softmax_of_empty_row_is_zero", TorchSoftmax, "nan",
           "expected softmax[0] finite, got nan", "softmax(x (3,) float64"),
     Wrong("dtype_follows_input", WeightsLeftInFloat32, "killed",
@@ -501,6 +512,7 @@ NOT_APPLICABLE = {  # (detector, reference) -> why it does not apply
     ("dropout_is_inverted", "torch"): "dropout is an SDPA argument",
     ("correct_gradients", "numpy"): "autograd needs torch; this is a NumPy implementation",
     ("backward_determinism", "numpy"): "autograd needs torch; this is a NumPy implementation",
+    ("gradients_of_every_input", "numpy"): "autograd needs torch; this is a NumPy implementation",
     ("softmax_of_empty_row_is_zero", "sdpa"): "an SDPA-style callable has no softmax",
     ("dropout_pattern_is_independent", "numpy"): "dropout is an SDPA argument",
     ("dropout_pattern_is_independent", "torch"): "dropout is an SDPA argument",

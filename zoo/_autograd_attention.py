@@ -10,10 +10,10 @@ pass by hand. The forward keeps P = softmax(S) and the backward rebuilds the gra
 
 (with dropout, P is replaced by the dropped-out weights in O and dV, and dP is masked the same
 way). :class:`HandWrittenBackward` is the reference SDPA with exactly this: its forward is the
-reference's arithmetic step for step, and its backward is split into three overridable steps —
-``grad_value``, ``grad_scores``, ``grad_query_key`` — so that each gradient entry breaks one of
-them and nothing else. As it stands it is correct; the leading underscore keeps it out of the
-zoo's discovery.
+reference's arithmetic step for step, and its backward is split into overridable steps —
+``read_upstream``, ``grad_value``, ``grad_scores``, ``grad_query_key``, ``grad_bias`` — so that
+each gradient entry breaks one of them and nothing else. As it stands it is correct; the leading
+underscore keeps it out of the zoo's discovery.
 """
 
 import math
@@ -51,6 +51,7 @@ class _Attention(torch.autograd.Function):
     def backward(ctx, grad_out):
         query, key, value, weights, keep = ctx.saved_tensors
         steps = ctx.steps
+        grad_out = steps.read_upstream(grad_out)  # (N, ..., H, L, Ev)
         dropped = weights if keep is None else weights * keep
         grad_value = steps.grad_value(dropped, grad_out)  # (N, ..., H, S, Ev)
         grad_weights = grad_out @ value.transpose(-2, -1)  # (N, ..., H, L, S)
@@ -58,7 +59,9 @@ class _Attention(torch.autograd.Function):
             grad_weights = grad_weights * keep
         grad_scores = steps.grad_scores(weights, grad_weights)  # (N, ..., H, L, S)
         grad_query, grad_key = steps.grad_query_key(grad_scores, query, key, ctx.factor)
-        grad_bias = reduce_to(grad_scores, ctx.bias_shape) if ctx.needs_input_grad[3] else None
+        grad_bias = None
+        if ctx.needs_input_grad[3]:
+            grad_bias = steps.grad_bias(grad_scores, ctx.bias_shape)  # (..., L, S) as the bias
         return (
             reduce_to(grad_query, query.shape),
             reduce_to(grad_key, key.shape),
@@ -92,6 +95,14 @@ class HandWrittenBackward(ScaledDotProductAttention):
         return _Attention.apply(query, key, value, bias, factor, dropout_p, self)
 
     # -- the backward pass, one overridable step at a time ---------------------------------
+
+    def read_upstream(self, grad_out):
+        """dO as the backward reads it: the tensor autograd hands over, in whatever layout."""
+        return grad_out  # (N, ..., H, L, Ev)
+
+    def grad_bias(self, grad_scores, shape):
+        """dbias = dS, summed over the axes along which the bias was broadcast."""
+        return reduce_to(grad_scores, shape)  # (..., L, S) as the bias
 
     def grad_value(self, weights, grad_out):
         """dV = Pᵀ dO."""

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from attnzoo.sandbox import gradcheck, wire
-from detectors.kit.calls import ARG_NAMES, RETURNS, Result
+from detectors.kit.calls import ARG_NAMES, GRAD_LAYOUTS, RETURNS, Result
 from detectors.kit.verdict import CRASHED, ImplementationFailure
 
 
@@ -43,7 +43,11 @@ def encode(request, target):
         buffers.append(np.ascontiguousarray(request.grad, dtype="<f8"))
         grad = {"array": len(buffers) - 1, "dtype": "float64",
                 "shape": list(np.shape(request.grad))}
+    if request.grad_layout not in (None,) + GRAD_LAYOUTS:
+        raise ValueError(f"an upstream gradient laid out {request.grad_layout!r}")
     header = {"fn": request.fn, "args": args, "kwargs": kwargs, "grad": grad,
+              "grad_layout": request.grad_layout,
+              "wrt": None if request.wrt is None else list(request.wrt),
               "gradcheck": bool(request.gradcheck), "seed": request.seed,
               "strided": bool(request.strided), "keep": None, "inputs": bool(request.inputs),
               "call": request.describe()}
@@ -147,7 +151,7 @@ def _equal(a, b):
 def _grads(grads, buffers, request):
     if request.grad is None:
         return None
-    names = ARG_NAMES[request.fn]
+    names = ARG_NAMES[request.fn] + tuple(request.kwargs)
     if not isinstance(grads, dict) or not set(grads) <= set(names):
         raise wire.Malformed("gradients for arguments the call does not have")
     return {n: None if g is None else np.asarray(wire.array(g, buffers)[0], dtype=np.float64)

@@ -37,7 +37,7 @@ def collect(backend, fn, args, kwargs, request, buffers, exception, timeout):
     exception ends the run, as it ends gradcheck). ``exception`` words an exception the
     implementation raised; ``timeout`` is the exception that must pass through."""
     torch = backend.torch
-    leaves = backend.requires_grad(args)
+    leaves, _ = backend.requires_grad(args, {}, request)  # every float positional argument
     diff = [i for i, a in enumerate(leaves) if isinstance(a, torch.Tensor) and a.requires_grad]
 
     def func(*xs):

@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 
 from attnzoo.sandbox import gradcheck
+from attnzoo.sandbox.upstream import laid_out
 from detectors.kit.calls import ARG_NAMES, RETURNS
 from detectors.kit.verdict import CRASHED, ImplementationFailure
 
@@ -47,7 +48,7 @@ def execute(obj, target, manifest, request, kept=None):
         return {"values": [], "inputs": [], "seconds": time.perf_counter() - start,
                 "gradcheck": data}, buffers
     if request["grad"] is not None:
-        args = backend.requires_grad(args)
+        args, kwargs = backend.requires_grad(args, kwargs, request)
     start = time.perf_counter()
     answer = guarded(fn, args, kwargs, request)
     seconds = time.perf_counter() - start
@@ -64,7 +65,7 @@ def execute(obj, target, manifest, request, kept=None):
         values, grads, inputs = read[:len(items)], None, read[len(items):]
     else:  # the backward runs the implementation's code: not inside a reading
         values = backend.read_all(items, buffers, request)
-        grads = backend.grads(items[0], args, request, buffers)
+        grads = backend.grads(items[0], args, kwargs, request, buffers)
         inputs = backend.read_all(arrays, buffers, request)
     return {"values": values, "inputs": inputs, "seconds": seconds, "grads": grads}, buffers
 
@@ -186,7 +187,7 @@ class _Numpy:
     def read_all(self, arrays, buffers, request):
         return [self.read(a, buffers, request) for a in arrays]
 
-    def requires_grad(self, args):
+    def requires_grad(self, args, kwargs, request):
         raise ImplementationFailure(CRASHED, "NumPy has no autograd", "gradient")
 
     def gradcheck(self, fn, args, kwargs, request, buffers):
@@ -272,27 +273,40 @@ class _Torch:
         buffers.append(raw)
         return {"array": len(buffers) - 1, "dtype": name, "shape": shape}
 
-    def requires_grad(self, args):
-        return [
-            a.detach().requires_grad_(True)
-            if isinstance(a, self.torch.Tensor) and a.is_floating_point()
-            else a
-            for a in args
-        ]
-
-    def grads(self, out, args, request, buffers):
-        torch, B = self.torch, self.base
+    def requires_grad(self, args, kwargs, request):
+        """The arguments as leaves: those named by ``request["wrt"]`` require grad (every float
+        positional argument when it names none)."""
+        torch, wrt = self.torch, request.get("wrt")
         names = ARG_NAMES[request["fn"]]
-        floats = [(names[i], a) for i, a in enumerate(args) if _is_float(torch, a)]
+
+        def leaf(name, a, positional):
+            wanted = positional if wrt is None else name in wrt
+            return a.detach().requires_grad_(True) if wanted and _is_float(torch, a) else a
+
+        return ([leaf(n, a, True) for n, a in zip(names, args)],
+                {k: leaf(k, v, False) for k, v in kwargs.items()})
+
+    def grads(self, out, args, kwargs, request, buffers):
+        """Every float argument's gradient (None where none reached it) after the backward of
+        sum(out * grad), or of out with ``grad`` laid out as ``request["grad_layout"]`` says."""
+        torch, B = self.torch, self.base
+        names, wrt = ARG_NAMES[request["fn"]], request.get("wrt") or ()
+        floats = [(n, a) for n, a in zip(names, args) if _is_float(torch, a)]
+        floats += [(k, v) for k, v in kwargs.items() if k in wrt and _is_float(torch, v)]
         with self.bare():
             if not B.requires_grad.__get__(out):
                 return {n: None for n, _ in floats}
             upstream = torch.from_numpy(request["grad"]).to(B.dtype.__get__(out))
-            loss = torch.sum(torch.mul(out, upstream.to(B.device.__get__(out))))
+            upstream = upstream.to(B.device.__get__(out))
+            layout = request.get("grad_layout")
+            if layout is None:
+                loss, upstream = torch.sum(torch.mul(out, upstream)), None
+            else:  # built after the cast: .to would make a strided tensor contiguous again
+                loss, upstream = out, laid_out(upstream, layout)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                loss.backward()
+                loss.backward(upstream)
         except Exception as e:  # noqa: BLE001 - a broken backward is the implementation's
             raise ImplementationFailure(
                 CRASHED, f"backward raised {_exception(e)}", request["call"]) from None

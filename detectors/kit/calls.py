@@ -17,6 +17,11 @@ ARG_NAMES = {
     "sdpa": ("query", "key", "value"),
 }
 RETURNS = {"causal_mask": 1, "softmax": 1, "attention": 2, "causal_self_attention": 2, "sdpa": 1}
+# how the upstream gradient may be laid out in memory (Request.grad_layout), the values the same:
+# one block in row-major order; made as (..., L, H, Ev) and transposed back, as after merging
+# heads; expanded from a size-1 copy along every axis it is constant on (stride 0), as out.sum()
+# or a mean over queries leaves it; a slice [..., 1:] of a wider buffer (a storage offset)
+GRAD_LAYOUTS = ("contiguous", "transposed", "expanded", "offset")
 
 
 @dataclass
@@ -27,6 +32,12 @@ class Request:
     dtype: str = "float64"  # float arguments are cast to this before the call
     device: str = "cpu"
     grad: object = None  # an upstream gradient for the first output: ask for input gradients
+    # None: the gradients of sum(out * grad); one of GRAD_LAYOUTS: grad is handed to the backward
+    # itself (out.backward(grad)), laid out so
+    grad_layout: str | None = None
+    # the arguments that require grad, by name (a keyword such as "attn_mask" among them);
+    # None: every float positional argument
+    wrt: tuple | None = None
     gradcheck: bool = False  # run torch.autograd.gradcheck on the call instead
     seed: int | None = None  # seed the RNGs before the call
     # pass arrays as non-contiguous views with the same values, laid out as (..., L, H, E) the way
