@@ -339,6 +339,67 @@ def dropout_shared_across_batch(query, key, value, attn_mask=None, dropout_p=0.0
     return weights @ value
 
 
+
+def dropout_nan_at_one(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                       scale=None, enable_gqa=False):
+    weights = torch.softmax(query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1]), dim=-1)
+    if dropout_p > 0:
+        keep = torch.rand_like(weights) >= dropout_p
+        weights = weights.div(1 - dropout_p) * keep  # WRONG: inf · 0 = NaN at p = 1
+    return weights @ value
+
+
+def dropout_capped_at_0_9(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                          scale=None, enable_gqa=False):
+    weights = torch.softmax(query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1]), dim=-1)
+    if 0 < dropout_p < 1:
+        keep = torch.rand_like(weights) >= min(dropout_p, 0.9)  # WRONG: p = 0.99 keeps 10 %
+        weights = weights * keep / (1 - dropout_p)
+    return weights * (dropout_p < 1) @ value
+
+
+def dropout_from_a_fixed_generator(query, key, value, attn_mask=None, dropout_p=0.0,
+                                   is_causal=False, scale=None, enable_gqa=False):
+    weights = torch.softmax(query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1]), dim=-1)
+    if dropout_p > 0:
+        draw = torch.rand(weights.shape, generator=torch.Generator().manual_seed(7),
+                          dtype=weights.dtype)  # WRONG: the same draw on every call
+        weights = weights * (draw >= dropout_p) / (1 - dropout_p)
+    return weights @ value
+
+
+class DropoutFromItsOwnGenerator:
+    """Draws from a generator of its own, which torch's seed never reaches."""
+
+    def __init__(self):
+        self.generator = torch.Generator().manual_seed(7)
+
+    def __call__(self, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                 scale=None, enable_gqa=False):
+        weights = torch.softmax(query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1]), -1)
+        if dropout_p > 0:
+            draw = torch.rand(weights.shape, generator=self.generator,  # WRONG: not torch's state
+                              dtype=weights.dtype)
+            weights = weights * (draw >= dropout_p) / (1 - dropout_p)
+        return weights @ value
+
+
+class _RedrawnInBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, weights, p):
+        ctx.p = p
+        return F.dropout(weights, p)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return F.dropout(grad, ctx.p), None  # WRONG: a new mask, not the forward's
+
+
+class DropoutRedrawnInBackward(ScaledDotProductAttention):
+    def weights(self, scores, dropout_p):
+        weights = self.softmax(scores)
+        return _RedrawnInBackward.apply(weights, dropout_p) if dropout_p > 0 else weights
+
 @dataclass
 class Wrong:
     detector: str
@@ -434,6 +495,20 @@ WRONG = [
     Wrong("dropout_pattern_is_independent", dropout_shared_across_batch, "killed",
           "expected patterns of different batch items to agree on at most 0.5 + ", "f(query",
           "sdpa", "with V = I the output is the dropped weights (p=0.5)"),
+    Wrong("dropout_across_rates", dropout_nan_at_one, "nan",
+          "expected out[0, 0, 0, 0] finite (dropout_p=1 drops every weight), got nan", "f(query",
+          "sdpa", "dropout_p=1 drops every weight"),
+    Wrong("dropout_across_rates", dropout_capped_at_0_9, "killed",
+          "expected a share of 0.01 kept, within [", "f(query", "sdpa",
+          "with V = I the output is the dropped weights (p=0.99)"),
+    Wrong("dropout_follows_the_seed", dropout_from_a_fixed_generator, "killed",
+          "expected patterns of two calls in a row to agree on at most 0.5 + ", "f(query", "sdpa",
+          "two calls without reseeding draw independent patterns"),
+    Wrong("dropout_follows_the_seed", DropoutFromItsOwnGenerator, "killed",
+          "f(x) after reseeding", "f(query", "sdpa", "a reseed to the same value repeats the call"),
+    Wrong("dropout_backward_uses_forward_mask", DropoutRedrawnInBackward, "killed",
+          "expected dquery[", "f(query", "sdpa",
+          "the gradient of sum(out * G) with the forward's mask"),
     Wrong("answers_stay_as_returned", SoftmaxIntoBuffer, "killed",
           "returned weights[0, 0, 0, 0, 0] = 0.498718, later weights[0, 0, 0, 0, 0] = 1, ",
           "attention(Q ",
@@ -516,6 +591,12 @@ NOT_APPLICABLE = {  # (detector, reference) -> why it does not apply
     ("softmax_of_empty_row_is_zero", "sdpa"): "an SDPA-style callable has no softmax",
     ("dropout_pattern_is_independent", "numpy"): "dropout is an SDPA argument",
     ("dropout_pattern_is_independent", "torch"): "dropout is an SDPA argument",
+    ("dropout_across_rates", "numpy"): "dropout is an SDPA argument",
+    ("dropout_across_rates", "torch"): "dropout is an SDPA argument",
+    ("dropout_follows_the_seed", "numpy"): "dropout is an SDPA argument",
+    ("dropout_follows_the_seed", "torch"): "dropout is an SDPA argument",
+    ("dropout_backward_uses_forward_mask", "numpy"): "autograd needs torch",
+    ("dropout_backward_uses_forward_mask", "torch"): "dropout is an SDPA argument",
     ("low_precision_gradients", "numpy"): "autograd needs torch; this is a NumPy implementation",
     # quick cases are tiny; tests/test_properties.py runs it at standard depth
     ("low_precision_gradients", "torch"): "no case of realistic size",

@@ -39,7 +39,9 @@ class Request:
     # None: every float positional argument
     wrt: tuple | None = None
     gradcheck: bool = False  # run torch.autograd.gradcheck on the call instead
-    seed: int | None = None  # seed the RNGs before the call
+    # seed the RNGs before the call; None leaves them as the last call left them, so calls in
+    # a row without a seed draw in sequence, as a training loop's steps do
+    seed: int | None = None
     # pass arrays as non-contiguous views with the same values, laid out as (..., L, H, E) the way
     # splitting heads with a transpose leaves them (the last two axes for 2-D arrays)
     strided: bool = False

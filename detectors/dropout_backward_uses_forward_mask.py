@@ -1,0 +1,79 @@
+"""The backward pass of a call with dropout differentiates the forward it follows, mask included.
+
+A gradient check on S5 and S6, read through V = I so that the forward's output is its dropped,
+rescaled weights Ŵ = W ⊙ M / (1 − p), mask M and all. The gradients of ⟨out, G⟩ are then known
+from that output alone, with no second draw:
+
+    dV = Ŵᵀ G        dŴ = G Vᵀ = G        dW = dŴ ⊙ M / (1 − p)
+    dS = W ⊙ (dW − rowsum(W ⊙ dW))        dQ = scale · dS K        dK = scale · dSᵀ Q
+
+with W the exact undropped weights and M read from the output's zeros. A backward that draws its
+own mask (a recompute that does not restore the random state, a kernel that regenerates the
+pattern from the wrong offset) differentiates a different sample than the loss was taken on.
+"""
+
+import math
+
+import numpy as np
+
+from detectors.kit import expect
+from detectors.kit.battery import Call
+from detectors.kit.draw import grid
+from detectors.kit.needs import ATTENTION
+from detectors.kit.specs import Spec
+from detectors.kit.tolerance import gradient_allowance
+
+PROPERTY = "With dropout, dV = Ŵᵀ G and dQ, dK follow from the forward's own dropped weights Ŵ (the backward uses the forward's mask)."
+CLAUSES = ("S5", "S6")
+ORACLE = "gradient"
+NEEDS = ATTENTION.but(contracts=("sdpa",), keywords=("dropout_p",), torch="autograd",
+                      why="dropout is an SDPA argument; the lesson contract has none")
+P = 0.5
+SHAPE = (2, 3, 8, 12)  # (N, H, L, S), E = 4
+E = 4
+
+
+def swap(a):
+    return np.swapaxes(a, -1, -2)
+
+
+def from_forward(dropped, weights, call, upstream, p):
+    """dV, dQ and dK of ⟨out, G⟩ implied by the forward's output ``dropped`` (V = I)."""
+    keep = dropped != 0
+    grad_weights = upstream * keep / (1 - p)  # dW = G ⊙ M / (1 − p)
+    rowsum = (weights * grad_weights).sum(axis=-1, keepdims=True)
+    grad_scores = weights * (grad_weights - rowsum)
+    factor = 1 / math.sqrt(E)
+    return {"value": swap(dropped) @ upstream, "query": factor * grad_scores @ call.k,
+            "key": factor * swap(grad_scores) @ call.q}
+
+
+def check(subject, battery):
+    rng = np.random.default_rng(battery.seed)
+    N, H, L, S = SHAPE
+    q, k = grid(rng, (N, H, L, E)), grid(rng, (N, H, S, E))
+    eye = np.broadcast_to(np.eye(S), (N, H, S, S)).copy()  # V = I: out is the dropped weights
+    call = Call(Spec("dropout backward", q.shape, k.shape, eye.shape), q, k, eye,
+                name="dropout backward")
+    upstream = grid(rng, SHAPE)
+    weights = subject.expected(call)[1]
+    precision = subject.judge.effective(subject.dtype)
+    with subject.trial(call):
+        plain = subject.attend(call)
+        answer = subject.attend(call, extra={"dropout_p": P}, seed=battery.seed, grad=upstream)
+        with subject.case(call.name, answer):
+            expect.same_shape(answer.out, SHAPE)
+        want = from_forward(answer.out, weights, call, upstream, P)
+        # the same gradients from the subject's own undropped weights: how far its rounding
+        # alone moves them (none at float64)
+        low = from_forward(answer.out, plain.out, call, upstream, P)
+        for name in ("value", "query", "key"):
+            got = answer.grads.get(name) if answer.grads else None
+            with subject.case(call.name, answer):
+                expect.holds(got is not None, f"a gradient for {name}",
+                             f"no gradient reached {name}")
+            with subject.case(call.name, answer,
+                              relation="the gradient of sum(out * G) with the forward's mask"):
+                low_name = None if precision == "float64" else low[name]
+                atol = gradient_allowance(want[name], low_name, precision)
+                expect.close(got, want[name], atol, f"d{name}")
