@@ -46,6 +46,7 @@ def encode(request, target):
     header = {"fn": request.fn, "args": args, "kwargs": kwargs, "grad": grad,
               "gradcheck": bool(request.gradcheck), "seed": request.seed,
               "strided": bool(request.strided), "keep": None, "inputs": bool(request.inputs),
+              "refill": request.refill, "overwrite": request.overwrite,
               "call": request.describe()}
     return header, [bytes(memoryview(b).cast("B")) for b in buffers], sent
 
