@@ -43,7 +43,7 @@ class Sdpa(ScaledDotProductAttention):
         args = (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
         if any(a.requires_grad for a in (query, key, value)):  # training: nothing to reuse
             return super().__call__(*args)
-        return memoised(*args)
+        return memoised(*args)  # BUG: a cache that answers for the objects, not the values
 
 
 REFERENCE = ScaledDotProductAttention()
