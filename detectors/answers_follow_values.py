@@ -46,8 +46,10 @@ def other_values(call):
     return call.with_(q=-call.q, k=call.k[..., ::-1, :].copy(), v=-call.v)
 
 
-def compare(subject, call, first, then, relation, names):
-    with subject.case(call.name, first, then, relation=relation):
+def compare(subject, call, made, first, then, relation, names):
+    """``then`` equals ``first``; ``made`` are the answers in the order made, for the
+    reproduction (it repeats the caller's actions between them)."""
+    with subject.case(call.name, *made, relation=relation):
         expect.identical(first.out, then.out, names=names)
         if first.weights is not None:
             expect.identical(first.weights, then.weights, "weights", names)
@@ -62,9 +64,12 @@ def check(subject, battery):
         with subject.trial(a):
             first = subject.attend(a, weights=w, keep=True)
             refilled = subject.attend(b, weights=w, refill=first.kept)
-            compare(subject, a, subject.attend(b, weights=w), refilled, REFILLED,
+            fresh = subject.attend(b, weights=w)
+            compare(subject, a, (first, refilled, fresh), fresh, refilled, REFILLED,
                     ("f(new objects)", "f(refilled objects)"))
             afresh = subject.attend(a, weights=w, keep=True)
-            compare(subject, a, first, afresh, AFRESH, ("1st f(x)", "f(x) afresh"))
+            compare(subject, a, (first, refilled, afresh), first, afresh, AFRESH,
+                    ("1st f(x)", "f(x) afresh"))
             again = subject.attend(a, weights=w, refill=afresh.kept, overwrite=afresh.kept)
-            compare(subject, a, first, again, WRITTEN, ("1st f(x)", "f(x) after the write"))
+            compare(subject, a, (first, afresh, again), first, again, WRITTEN,
+                    ("1st f(x)", "f(x) after the write"))

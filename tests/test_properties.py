@@ -180,6 +180,27 @@ def test_the_worker_refills_kept_tensors_and_writes_into_kept_answers():
         executor.close()
 
 
+@pytest.mark.parametrize("entry, pair", [("answer_memoised_by_identity", ("r2", "r3")),
+                                         ("key_cached_by_data_ptr", ("r2", "r3")),
+                                         ("output_buffer_cleared_by_scaling", None)])
+def test_the_reproduction_repeats_what_the_caller_did(entry, pair):
+    """The snippet refills the kept tensors and writes into the kept answer as the sandbox did,
+    so run as it is printed it shows the two answers differing (or NaN from finite inputs:
+    the buffer entry's first answer is the buffer, written over by then)."""
+    target = Target(entry, f"zoo/{entry}.py:SDPA", "sdpa", "torch")
+    finding = run(by_name()["answers_follow_values"], Subject(target, InProcess(target)),
+                  STANDARD)
+    code = finding.evidence.snippet
+    assert "old[...] = new" in code or "answer[...] = float('nan')" in code, code
+    scope = {}
+    exec(compile(code, "<snippet>", "exec"), scope)  # noqa: S102 - our own reproduction
+    if pair is None:
+        assert np.isnan(scope["r3"].numpy()).any(), code
+        return
+    first, second = (scope[r].numpy() for r in pair)
+    assert not np.array_equal(first, second, equal_nan=True), code
+
+
 # -- clean where they run -----------------------------------------------------------------------
 
 CLEAN = [r for r in matrix.rows("standard") if r.kind != "bug"]
