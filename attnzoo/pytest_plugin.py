@@ -147,7 +147,7 @@ class DetectorItem(pytest.Item):
         from detectors.kit.verdict import ERROR, NA
 
         finding = self.owner.check(self.detector, self.target)
-        self.user_properties.append(("attnzoo_verdict", finding.verdict))
+        self.user_properties.append(("attnzoo_verdict", str(finding.verdict)))  # xdist: plain data
         expected = self.owner.expected.get(self.detector.NAME)
         outcome = expectations.judge(finding, expected)
         if finding.verdict == NA:

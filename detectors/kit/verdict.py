@@ -99,7 +99,7 @@ class Finding:
         return {
             "detector": self.detector,
             "target": self.target,
-            "verdict": self.verdict,
+            "verdict": str(self.verdict),  # plain data: xdist and JSON carry no enums
             "message": self.message,
             "evidence": None if self.evidence is None else self.evidence.to_json(),
             "calls": self.calls,
