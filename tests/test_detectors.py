@@ -330,6 +330,28 @@ class SoftmaxIntoBuffer(LessonNumpy):
         return view  # WRONG: the next call writes into the same memory
 
 
+class AttentionMemoisedById(LessonNumpy):
+    last = None  # (Q, K, V, mask, answer): the objects of the last call, kept alive
+
+    def attention(self, Q, K, V, mask=None):
+        now = (Q, K, V, mask)
+        if self.last is None or any(a is not b for a, b in zip(self.last, now)):
+            self.last = now + (super().attention(Q, K, V, mask),)
+        return self.last[4]  # WRONG: the same objects, whatever they hold now, same answer
+
+
+class OutputAccumulatedInBuffer(LessonNumpy):
+    buffers = None  # shape -> the output handed out last time
+
+    def attention(self, Q, K, V, mask=None):
+        out, weights = super().attention(Q, K, V, mask)
+        buffers = self.__dict__.setdefault("buffers", {})
+        buf = buffers.setdefault(out.shape, np.zeros(out.shape))
+        buf *= 0.0  # WRONG: 0 * NaN is NaN: what the caller wrote survives
+        buf += out
+        return buf, weights
+
+
 def dropout_shared_across_batch(query, key, value, attn_mask=None, dropout_p=0.0,
                                 is_causal=False, scale=None, enable_gqa=False):
     weights = torch.softmax(query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1]), dim=-1)
@@ -513,6 +535,13 @@ WRONG = [
           "returned weights[0, 0, 0, 0, 0] = 0.498718, later weights[0, 0, 0, 0, 0] = 1, ",
           "attention(Q ",
           relation="the answer as returned, read again after later calls of other shapes"),
+    Wrong("answers_follow_values", AttentionMemoisedById, "killed",
+          "f(new objects)[0, 0, 0] = ", "attention(Q (2, 3, 4) float64",
+          relation="the same input objects refilled in place with new values, against new objects"),
+    Wrong("answers_follow_values", OutputAccumulatedInBuffer, "nan",
+          "f(x) after the write[0, 0, 0] = nan, should be equal", "attention(Q ",
+          relation="the same input objects again, after the caller wrote NaN into the answer "
+                   "returned"),
     Wrong("allclose_vs_sdpa", UpperTriangleMaskTorch, "killed",
           "F.scaled_dot_product_attention(is_causal=True)'s output, got a different output",
           "causal_self_attention(X (2, 4, 8)"),

@@ -133,6 +133,74 @@ def test_the_worker_keeps_answers_across_calls():
         executor.close()
 
 
+class Remembers:
+    """A lesson softmax that records the objects it was called with."""
+
+    def __init__(self):
+        self.seen = []
+
+    def softmax(self, x):
+        self.seen.append(x)
+        return np.exp(x) / np.exp(x).sum(-1, keepdims=True)
+
+
+def test_refill_calls_on_the_kept_objects_and_overwrite_writes_nan_into_the_answer():
+    obj = Remembers()
+    executor = InProcess(Target("remembers", "test_properties:Remembers", "lesson", "numpy"),
+                         obj=obj)
+    first = executor.run(Request("softmax", (np.array([0.0, 1.0]),), keep=True))
+    again = executor.run(Request("softmax", (np.array([3.0, 3.0]),), refill=first.kept,
+                                 overwrite=first.kept, inputs=True))
+    assert obj.seen[1] is obj.seen[0] and np.array_equal(obj.seen[0], [3.0, 3.0])
+    assert np.allclose(again.values[0], 0.5) and again.mutated == ()
+    fresh = executor.run(Request("softmax", (np.array([3.0, 3.0]),)))
+    assert obj.seen[2] is not obj.seen[0]  # without refill: new objects
+    written, _ = executor.reread(first.kept)
+    assert np.isnan(written[0]).all() and not np.isnan(fresh.values[0]).any()
+    with pytest.raises(LookupError, match="no longer kept"):  # the detector's mistake
+        executor.run(Request("softmax", (np.array([1.0]),), refill=first.kept + 99))
+    with pytest.raises(ImplementationFailure, match="no longer has the shape"):
+        executor.run(Request("softmax", (np.array([1.0, 2.0, 3.0]),), refill=first.kept))
+
+
+def test_the_worker_refills_kept_tensors_and_writes_into_kept_answers():
+    executor = Isolated(Target("sdpa", "reference.sdpa:scaled_dot_product_attention", "sdpa",
+                               "torch"))
+    try:
+        rng = np.random.default_rng(0)
+        a, b = rng.standard_normal((2, 1, 2, 3, 4))
+        first = executor.run(Request("sdpa", (a, a, a), keep=True, strided=True))
+        refilled = executor.run(Request("sdpa", (b, b, b), refill=first.kept,
+                                        overwrite=first.kept))
+        fresh = executor.run(Request("sdpa", (b, b, b), strided=True))
+        assert np.array_equal(refilled.values[0], fresh.values[0])
+        written, _ = executor.reread(first.kept)
+        assert np.isnan(written[0]).all()
+    finally:
+        executor.close()
+
+
+@pytest.mark.parametrize("entry, pair", [("answer_memoised_by_identity", ("r2", "r3")),
+                                         ("key_cached_by_data_ptr", ("r2", "r3")),
+                                         ("output_buffer_cleared_by_scaling", None)])
+def test_the_reproduction_repeats_what_the_caller_did(entry, pair):
+    """The snippet refills the kept tensors and writes into the kept answer as the sandbox did,
+    so run as it is printed it shows the two answers differing (or NaN from finite inputs:
+    the buffer entry's first answer is the buffer, written over by then)."""
+    target = Target(entry, f"zoo/{entry}.py:SDPA", "sdpa", "torch")
+    finding = run(by_name()["answers_follow_values"], Subject(target, InProcess(target)),
+                  STANDARD)
+    code = finding.evidence.snippet
+    assert "old[...] = new" in code or "answer[...] = float('nan')" in code, code
+    scope = {}
+    exec(compile(code, "<snippet>", "exec"), scope)  # noqa: S102 - our own reproduction
+    if pair is None:
+        assert np.isnan(scope["r3"].numpy()).any(), code
+        return
+    first, second = (scope[r].numpy() for r in pair)
+    assert not np.array_equal(first, second, equal_nan=True), code
+
+
 # -- clean where they run -----------------------------------------------------------------------
 
 CLEAN = [r for r in matrix.rows("standard") if r.kind != "bug"]

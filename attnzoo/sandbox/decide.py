@@ -50,6 +50,7 @@ def encode(request, target):
               "wrt": None if request.wrt is None else list(request.wrt),
               "gradcheck": bool(request.gradcheck), "seed": request.seed,
               "strided": bool(request.strided), "keep": None, "inputs": bool(request.inputs),
+              "refill": request.refill, "overwrite": request.overwrite,
               "call": request.describe()}
     # the arrays' own bytes, not copies: nothing writes to them before the answer is decided
     return header, [memoryview(b).cast("B") for b in buffers], sent

@@ -53,6 +53,7 @@ class InProcess:
 
     def run(self, request):
         header, buffers, sent = decide.encode(request, self.target)
+        acted_on(self, request)
         handle = header["keep"] = new_handle(self, request)
         reply, out = self._execute(request, decide.for_worker(header, buffers))
         return kept_as(decide.decide(reply, out, sent, buffers, request, self.target), handle)
@@ -102,6 +103,14 @@ def new_handle(executor, request):
     executor.handles += 1
     executor.issued = (executor.issued + [executor.handles])[-probes.KEPT:]
     return executor.handles
+
+
+def acted_on(executor, request):
+    """Check that the kept calls a request's caller actions name (refill, overwrite) are still
+    kept, before a new handle can push one out."""
+    for handle in (request.refill, request.overwrite):
+        if handle is not None:
+            still_kept(executor, handle)
 
 
 def still_kept(executor, handle):

@@ -16,6 +16,7 @@ from attnzoo.sandbox import decide, hygiene, offer, wire
 from attnzoo.sandbox.executor import (
     DeadlineReached,
     InProcess,
+    acted_on,
     kept_as,
     limit_for,
     new_handle,
@@ -137,6 +138,7 @@ class Isolated:
         if cold:
             limit = max(limit, self.warmup_seconds)
         header, buffers, sent = decide.encode(request, self.target)
+        acted_on(self, request)
         handle = header["keep"] = new_handle(self, request)
         try:
             reply, out = self._exchange(dict(header, verb="call"), buffers, limit,

@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from attnzoo.sandbox import gradcheck
+from attnzoo.sandbox import caller, gradcheck
 from attnzoo.sandbox.upstream import laid_out
 from detectors.kit.calls import ARG_NAMES, RETURNS
 from detectors.kit.verdict import CRASHED, ImplementationFailure
@@ -34,11 +34,14 @@ KEPT = 16  # answers kept as returned (Request.keep), oldest dropped first
 
 def execute(obj, target, manifest, request, kept=None):
     """Run one decoded request against a loaded target: (reply header, buffers). With
-    ``request["keep"]`` (a handle) the returned objects are kept in ``kept`` under it."""
+    ``request["keep"]`` (a handle) the call, its returned objects and its argument objects, is
+    kept in ``kept`` under it; ``"refill"`` and ``"overwrite"`` act on a kept call first
+    (:mod:`attnzoo.sandbox.caller`)."""
     backend = _backend(target)
     fn = _function(obj, manifest, request)
     args = [backend.build(a, request) for a in request["args"]]
     kwargs = {k: backend.build(v, request) for k, v in request["kwargs"].items()}
+    args, kwargs = caller.act(backend, request, kept, args, kwargs)
     if request["seed"] is not None:
         backend.seed(request["seed"])
     buffers = []
@@ -54,7 +57,7 @@ def execute(obj, target, manifest, request, kept=None):
     seconds = time.perf_counter() - start
     items = _unpack(answer, request, backend)
     if request.get("keep") is not None and kept is not None:
-        kept[request["keep"]] = items  # the objects themselves, not a copy
+        kept[request["keep"]] = caller.Kept(items, list(args), dict(kwargs))  # the objects
         while len(kept) > KEPT:
             kept.pop(next(iter(kept)))
     # the inputs, read back only when the request asks whether the call changed them
@@ -73,9 +76,10 @@ def execute(obj, target, manifest, request, kept=None):
 def reread(target, kept, handle):
     """The answers kept under ``handle`` as their storage holds them now: (reply, buffers)."""
     backend = _backend(target)
-    items, buffers = kept.get(handle), []
-    if items is None:
+    call, buffers = kept.get(handle), []
+    if call is None:
         return {"values": None}, buffers
+    items = call.answers
     request = {"call": "re-reading a kept answer"}
     return {"values": backend.read_all(items, buffers, request)}, buffers
 

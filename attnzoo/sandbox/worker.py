@@ -10,6 +10,8 @@ target's code); ``{"verb": "target", "target": fields}`` → ``{"ready": facts}`
 as the raw data of :func:`gradcheck.collect`) | ``{"fail": verdict, "what": text}``.
 ``{"verb": "reread", "handle"}`` → the answers a call with ``"keep"`` returned, as their storage
 holds them now.
+A call's ``"refill"`` and ``"overwrite"`` name a call kept with ``"keep"``, whose argument
+objects it reuses or whose answers it writes into first (:mod:`attnzoo.sandbox.caller`).
 Nothing here decides a verdict: the parent reads every reply as untrusted data.
 """
 

@@ -46,6 +46,9 @@ class Request:
     # splitting heads with a transpose leaves them (the last two axes for 2-D arrays)
     strided: bool = False
     keep: bool = False  # keep the answer as returned, to be read again after later calls
+    # a caller's actions on a call made with keep (its handle, Result.kept), before this call:
+    refill: int | None = None  # call with that call's argument objects, refilled in place
+    overwrite: int | None = None  # first write NaN into that call's floating-point answers
     inputs: bool = False  # read every argument back after the call: did the call change it?
 
     def describe(self, target_name=""):

@@ -259,25 +259,50 @@ def snippet(target, requests, relation=""):
     torch = target.backend == "torch"
     head = ["import numpy as np"] + (["import torch"] if torch else [])
     head += ["from attnzoo.sandbox.target import load", f"impl = load({target.locator!r})"]
-    built, calls = Builder(), []
+    built, calls, made = Builder(), [], {}  # made: a kept call's handle -> its number
+    refilled = {r.refill for r in requests} - {None}
     for n, request in enumerate(requests, 1):
         arg_names = ARG_NAMES[request.fn]
-        parts = []
+        handle = getattr(request, "handle", None)  # set by the subject for a kept call
+        named = handle in refilled or request.refill in made  # its arrays are the list a{n}
+        parts, arrays = [], []
         for name, a in list(zip(arg_names, request.args)) + list(request.kwargs.items()):
             if isinstance(a, np.ndarray):
-                var = _cast(built.name(a, name), a, request.dtype, torch, target.device)
+                arrays.append(_cast(built.name(a, name), a, request.dtype, torch, target.device))
+                var = f"a{n}[{len(arrays) - 1}]" if named else arrays[-1]
                 parts.append(var if name in arg_names else f"{name}={var}")
             else:
                 parts.append(repr(a) if name in arg_names else f"{name}={a!r}")
         fn = "impl" if request.fn == "sdpa" else f"impl.{request.fn}"
+        calls += _caller_actions(request, made, arrays, n, named)
         if request.seed is not None:
             calls.append((f"torch.manual_seed({request.seed}); " if torch else "")
                          + f"np.random.seed({request.seed})")
         calls.append(f"r{n} = {fn}({', '.join(parts)})")
+        if handle is not None:
+            made[handle] = n
     lines = head + built.lines + calls
     if relation:
         lines.append(f"# {relation}")
     return "\n".join(lines)
+
+
+def _caller_actions(request, made, arrays, n, named):
+    """The lines before call ``n`` that do what its request asks of the caller: NaN written
+    into a kept call's answer (``overwrite``), that call's argument objects refilled in place
+    (``refill``); else the list ``a{n}`` of its arguments, for a later call to refill."""
+    lines = []
+    if request.overwrite in made:
+        m = made[request.overwrite]
+        lines += [f"for answer in (r{m} if isinstance(r{m}, tuple) else (r{m},)):",
+                  "    answer[...] = float('nan')  # the caller writes into what it was handed"]
+    if request.refill in made:
+        m = made[request.refill]
+        lines += [f"a{n} = a{m}  # the same objects as call {m}, refilled in place",
+                  f"for old, new in zip(a{n}, [{', '.join(arrays)}]):", "    old[...] = new"]
+    elif named:
+        lines.append(f"a{n} = [{', '.join(arrays)}]")
+    return lines
 
 
 def _cast(var, a, dtype, torch, device):

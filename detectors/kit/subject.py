@@ -116,6 +116,8 @@ class Subject(Offers, Trials):
             result = swapped_back(result)
         self.run.calls += 1
         self.run.impl_seconds += result.seconds
+        if result.kept is not None:  # for a reproduction of what a caller did with it
+            request.handle = result.kept
         return result
 
     def attend(self, call, weights=False, dtype=None, **kw):
