@@ -94,20 +94,18 @@ SDPA = (
         Value("0", "scale=0: uniform weights"))),
     Axis("dropout_p", "S5", "the dropout probability", (
         Value("0", "no dropout"),
-        Value("(0,1)", "some weights dropped", no_gradient="no relation yet compares a "
-              "backward through dropout with the forward's own mask"),
-        Value(">=0.9", "most weights dropped", gap="the dropout relations send p = 0.1 "
-              "and 0.3 only", no_gradient="as its forward"),
-        Value("1", "every weight dropped", gap="p = 1 is never sent yet",
-              no_gradient="as its forward"))),
+        Value("(0,1)", "some weights dropped"),
+        Value(">=0.9", "most weights dropped", no_gradient="the backward's mask is checked "
+              "at p = 0.5, where kept and dropped weights are equally frequent"),
+        Value("1", "every weight dropped", no_gradient="at p = 1 every gradient through the "
+              "weights is 0; no relation asks for it yet"))),
     Axis("scores", "C3", "score magnitudes", (
         Value("ordinary", "scores of order 1"),
         Value("peaked", "large scores: nearly one-hot rows"),
         Value("flat", "tiny scores: nearly uniform rows"),
         Value("past float16", "raw q·k beyond float16's largest finite (65504) before scaling"))),
     Axis("requests", "C7", "what a caller asks with a call", (
-        Value("seeded", "the random state set before the call",
-              no_gradient="only dropout calls are seeded, and none asks for gradients"),
+        Value("seeded", "the random state set before the call"),
         Value("kept", "the answer kept and read again after later calls",
               no_gradient="reading an answer again needs no backward"),
         Value("inputs read back", "the arguments read back after the call",
