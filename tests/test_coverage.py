@@ -60,7 +60,7 @@ def test_a_gap_and_a_stale_reason_are_reported():
     assert any(line.startswith("lesson T:1: no forward relation") for line in lines)
     assert not any("lesson T:1: no gradient" in line for line in lines)  # no autograd there
     assert not any("heads:>=16" in line for line in lines)
-    assert any("dropout_p:1: no" in line for line in lines) is False  # it says why
+    assert not any("L:>1024" in line for line in lines)  # it says why
 
 
 @pytest.fixture(scope="module")

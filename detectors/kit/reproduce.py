@@ -177,6 +177,8 @@ class Builder:
         return min(found, key=lambda f: _cost(f[0]), default=None)
 
     def _redraw(self, a, var, key, index, lines, scope, rngs):
+        if index >= len(_streams.get(key, ())):  # a traced generator's key holds its id, which
+            return None  # a later generator may reuse with fewer draws: nothing to redraw
         scope, rngs, lines = self._trial(scope), dict(rngs), list(lines)
         rng, made = rngs.get(key, (None, 0))
         if rng is None or made > index:  # a fresh generator for the stream
@@ -241,7 +243,7 @@ class Builder:
         tried = 0
         for ref, key, index in list(_drawn.values()):
             base = ref()
-            if base is None or key not in _streams or id(base) in self.names \
+            if base is None or index >= len(_streams.get(key, ())) or id(base) in self.names \
                     or not related(a, base):
                 continue
             tried += 1
