@@ -17,10 +17,8 @@ import math
 import numpy as np
 
 from detectors.kit import expect
-from detectors.kit.battery import Call
-from detectors.kit.draw import grid
+from detectors.kit.battery import weights_call
 from detectors.kit.needs import ATTENTION
-from detectors.kit.specs import Spec
 
 PROPERTY = "dropout_p = 0 changes nothing, dropout_p = 1 gives exactly 0, and at every p between each weight is 0 or w/(1−p) with a share 1 − p kept."
 CLAUSES = ("S5",)
@@ -62,11 +60,7 @@ def share_finding(kept, p):
 
 def check(subject, battery):
     rng = np.random.default_rng(battery.seed)
-    N, H, L, S = SHAPE
-    q, k = grid(rng, (N, H, L, 5)), grid(rng, (N, H, S, 5))
-    eye = np.broadcast_to(np.eye(S), (N, H, S, S)).copy()  # V = I: out is the weights
-    call = Call(Spec("dropout rates", q.shape, k.shape, eye.shape), q, k, eye,
-                name="dropout rates")
+    call = weights_call(rng, SHAPE, "dropout rates")  # V = I: out is the weights
     plain = subject.attend(call)
     with subject.case(call.name, plain):
         expect.same_shape(plain.out, SHAPE)

@@ -17,10 +17,9 @@ import math
 import numpy as np
 
 from detectors.kit import expect
-from detectors.kit.battery import Call
+from detectors.kit.battery import weights_call
 from detectors.kit.draw import grid
 from detectors.kit.needs import ATTENTION
-from detectors.kit.specs import Spec
 from detectors.kit.tolerance import gradient_allowance
 
 PROPERTY = "With dropout, dV = Ŵᵀ G and dQ, dK follow from the forward's own dropped weights Ŵ (the backward uses the forward's mask)."
@@ -50,11 +49,7 @@ def from_forward(dropped, weights, call, upstream, p):
 
 def check(subject, battery):
     rng = np.random.default_rng(battery.seed)
-    N, H, L, S = SHAPE
-    q, k = grid(rng, (N, H, L, E)), grid(rng, (N, H, S, E))
-    eye = np.broadcast_to(np.eye(S), (N, H, S, S)).copy()  # V = I: out is the dropped weights
-    call = Call(Spec("dropout backward", q.shape, k.shape, eye.shape), q, k, eye,
-                name="dropout backward")
+    call = weights_call(rng, SHAPE, "dropout backward", E=E)  # V = I: out is the weights
     upstream = grid(rng, SHAPE)
     weights = subject.expected(call)[1]
     precision = subject.judge.effective(subject.dtype)

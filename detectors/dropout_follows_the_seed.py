@@ -16,10 +16,8 @@ import math
 import numpy as np
 
 from detectors.kit import expect
-from detectors.kit.battery import Call
-from detectors.kit.draw import grid
+from detectors.kit.battery import weights_call
 from detectors.kit.needs import ATTENTION
-from detectors.kit.specs import Spec
 
 PROPERTY = "The same seed gives the same dropout pattern bit for bit, and a call without reseeding draws an independent one."
 CLAUSES = ("S5",)
@@ -44,11 +42,7 @@ def agreement_finding(first, second):
 
 def check(subject, battery):
     rng = np.random.default_rng(battery.seed)
-    N, H, L, S = SHAPE
-    q, k = grid(rng, (N, H, L, 5)), grid(rng, (N, H, S, 5))
-    eye = np.broadcast_to(np.eye(S), (N, H, S, S)).copy()  # V = I: out is the weights
-    call = Call(Spec("dropout seeds", q.shape, k.shape, eye.shape), q, k, eye,
-                name="dropout seeds")
+    call = weights_call(rng, SHAPE, "dropout seeds")  # V = I: out is the weights
     drop = {"dropout_p": P}
     with subject.trial(call):
         # nothing may run between these four calls: each continues the state the last one left

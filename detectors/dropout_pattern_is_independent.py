@@ -17,10 +17,8 @@ import math
 import numpy as np
 
 from detectors.kit import expect
-from detectors.kit.battery import Call
-from detectors.kit.draw import grid
+from detectors.kit.battery import weights_call
 from detectors.kit.needs import ATTENTION
-from detectors.kit.specs import Spec
 
 PROPERTY = "With dropout_p = p a share 1 − p of the weights is kept, and the drop pattern is independent across batch items, heads and queries."
 CLAUSES = ("S5",)
@@ -70,11 +68,7 @@ def findings(kept, p):
 
 def check(subject, battery):
     rng = np.random.default_rng(battery.seed)
-    N, H, L, S = SHAPE
-    q, k = grid(rng, (N, H, L, 5)), grid(rng, (N, H, S, 5))
-    eye = np.broadcast_to(np.eye(S), (N, H, S, S)).copy()  # V = I: out is the weights
-    call = Call(Spec("dropout pattern", q.shape, k.shape, eye.shape), q, k, eye,
-                name="dropout pattern")
+    call = weights_call(rng, SHAPE, "dropout pattern")  # V = I: out is the weights
     plain = subject.attend(call)
     with subject.case(call.name, plain):
         expect.same_shape(plain.out, SHAPE)

@@ -12,6 +12,7 @@ from detectors.kit.draw import (
     bias_draw,
     draw_bias,
     draw_mask,
+    grid,
     head_draw,
     mask_draw,
     per_head,
@@ -60,6 +61,16 @@ class Call:
     def expected(self, alignment="top-left"):
         """(out, weights) from the loop oracle."""
         return _oracle(self, alignment)
+
+
+def weights_call(rng, shape, name, E=5):
+    """A call whose output is its weights: Q and K drawn on the grid (head size E) from
+    ``rng``, V = I, so (N, H, L, S) = ``shape`` comes back as the weights themselves (dropped,
+    under dropout)."""
+    N, H, L, S = shape
+    q, k = grid(rng, (N, H, L, E)), grid(rng, (N, H, S, E))
+    eye = np.broadcast_to(np.eye(S), (N, H, S, S)).copy()  # (N, H, S, S): V = I
+    return Call(Spec(name, q.shape, k.shape, eye.shape), q, k, eye, name=name)
 
 
 @dataclass(eq=False)
