@@ -101,7 +101,6 @@ def run_check(locator, options):
     expected = load_expectations(options.expect)
     battery = Battery(options.seed, depth=options.depth)
     follow = options.follow
-    one = functools.partial(run, shrink=options.shrink, cases=follow)  # one detector's finding
     start = time.perf_counter()
     progress = session.Progress()
     executor = session.executor(options, progress)
@@ -118,6 +117,8 @@ def run_check(locator, options):
                 else:
                     subject = Subject(target, executor, dtype, scoped=scoped)
                     subject.progress = progress
+                    # one detector's finding; the smallest cases shrunk so far, shared by them
+                    one = functools.partial(run, shrink=options.shrink, cases=follow, known={})
                     findings, skipped = session.run_all(chosen, subject, battery, one,
                                                         progress,
                                                         n * len(chosen), len(found) * len(chosen))

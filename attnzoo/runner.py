@@ -32,12 +32,14 @@ from detectors.kit.verdict import (
 )
 
 
-def run(detector, subject, battery, shrink=False, cases=False):
+def run(detector, subject, battery, shrink=False, cases=False, known=None):
     """The detector's verdict on the subject; never raises for the implementation's sake.
     With ``shrink``, a flagged attention case is shrunk to a smaller one that still fails
     (attnzoo.shrink), added to the evidence; the verdict is decided before and stays. With
     ``cases``, a flagged detector also reports which of its cases fail and which pass
-    (``finding.cases``), learnt in the same run: the verdict stays the first failure's."""
+    (``finding.cases``), learnt in the same run: the verdict stays the first failure's.
+    ``known`` (a dict shared by the detectors run on one subject) holds the smallest case
+    shrinking found for each battery case, where the next shrink of that case starts."""
     record = subject.run = Record(detector.NAME, keep_going=cases)
     notes = getattr(subject.executor, "notes", [])
     seen = len(notes)
@@ -74,7 +76,8 @@ def run(detector, subject, battery, shrink=False, cases=False):
         if shrink:
             first = record.first
             finding.evidence.shrunk = smallest(detector, subject, battery, first.case,
-                                               finding.verdict, getattr(first.error, "what", ""))
+                                               finding.verdict, getattr(first.error, "what", ""),
+                                               known)
     subject.parts = subject.declared = ()
     finding.seconds = time.perf_counter() - start
     finding.calls, finding.impl_seconds = record.calls, record.impl_seconds

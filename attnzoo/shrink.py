@@ -151,12 +151,15 @@ class Shrinker:
         return False
 
 
-def smallest(detector, subject, battery, case, verdict, what=""):
+def smallest(detector, subject, battery, case, verdict, what="", known=None):
     """The ``shrunk`` evidence of a finding flagged on ``case``: from, to (the same when no
     smaller case fails), the reruns, and the smallest case's message, call and snippet; with
     ``skipped`` instead when the case is not an attention case of the battery (a softmax or
     self-attention call, a lesson's fixed example), the verdict is hung, or a crash was not an
-    exception (a dead worker costs a restart per rerun). ``what``: a crash's description."""
+    exception (a dead worker costs a restart per rerun). ``what``: a crash's description.
+    ``known`` maps a battery case to the smallest case an earlier detector's shrinking found
+    for it: when this detector fails there too (one rerun), shrinking goes on from there
+    instead of from the battery's size, since several detectors often flag one case."""
     start = next((c for c in battery.attention if case and (case == c.name
                   or case.startswith(c.name + " "))), None)
     why = ("a hang is not rerun" if verdict not in (KILLED, NAN, CRASHED) else
@@ -170,12 +173,17 @@ def smallest(detector, subject, battery, case, verdict, what=""):
                 "cap": MAX_ATTEMPTS, "skipped": why}
     shrinker = Shrinker(detector, subject, battery, verdict)
     spec = start.spec
+    earlier = (known or {}).get(start.name)
+    if earlier is not None and earlier != spec and shrinker.fails(earlier):
+        spec = earlier
     for _ in range(2):  # a second pass: a smaller axis can let another shrink further
         before = spec
         for knob in sizes(spec):
             spec = _shrink_one(shrinker, spec, knob)
         if spec == before or shrinker.stopped:
             break
+    if known is not None and spec != start.spec:
+        known[start.name] = spec
     found = shrinker.found if spec != start.spec else None
     result = {"case": start.name, "from": describe(start.spec), "to": describe(spec),
               "sizes": sizes(spec), "attempts": shrinker.attempts, "cap": MAX_ATTEMPTS}

@@ -109,3 +109,21 @@ def test_every_knob_at_its_least_value_is_a_valid_call(spec):
         exact.attend(call.q, call.k, call.v, mask=call.mask, bias=call.bias, scale=call.scale,
                      causal="top-left" if call.causal else None, gqa=call.gqa)
         assert shrink.sizes(small)[knob] == shrink.least(spec, knob) or knob == "prefix"
+
+
+def test_a_case_another_detector_shrank_starts_from_where_it_ended(battery):
+    """Several detectors often flag one case: the second shrink starts from the first's
+    smallest case (when it fails there too) and needs far fewer reruns."""
+    known = {}
+    row = subject_for(STANDARD_BUGS["key-tail-tile-dropped-sdpa"])
+    first = run(by_name()["matches_loop_oracle"], row, battery, shrink=True, known=known)
+    second = run(by_name()["low_precision_agreement"],
+                 subject_for(STANDARD_BUGS["key-tail-tile-dropped-sdpa"]), battery, shrink=True,
+                 known=known)
+    a, b = first.evidence.shrunk, second.evidence.shrunk
+    assert a["case"] == b["case"] and known[a["case"]].name.endswith(" shrunk")
+    alone = run(by_name()["low_precision_agreement"],
+                subject_for(STANDARD_BUGS["key-tail-tile-dropped-sdpa"]), battery,
+                shrink=True).evidence.shrunk
+    assert b["to"] == alone["to"] == a["to"]  # the same smallest case either way
+    assert b["attempts"] < alone["attempts"]  # (8 against 18 on this case)
