@@ -92,6 +92,7 @@ def run_check(locator, options):
     from attnzoo.sandbox import session
     from attnzoo.sandbox.executor import DeadlineReached
     from attnzoo.sandbox.target import BadTarget
+    from attnzoo.shrink import Shared
     from detectors.kit.battery import Battery
     from detectors.kit.subject import Subject
 
@@ -117,8 +118,9 @@ def run_check(locator, options):
                 else:
                     subject = Subject(target, executor, dtype, scoped=scoped)
                     subject.progress = progress
-                    # one detector's finding; the smallest cases shrunk so far, shared by them
-                    one = functools.partial(run, shrink=options.shrink, cases=follow, known={})
+                    # one detector's finding; what their shrinks share (cases, time)
+                    one = functools.partial(run, shrink=options.shrink, cases=follow,
+                                            shared=Shared())
                     findings, skipped = session.run_all(chosen, subject, battery, one,
                                                         progress,
                                                         n * len(chosen), len(found) * len(chosen))

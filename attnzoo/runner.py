@@ -32,14 +32,14 @@ from detectors.kit.verdict import (
 )
 
 
-def run(detector, subject, battery, shrink=False, cases=False, known=None):
+def run(detector, subject, battery, shrink=False, cases=False, shared=None):
     """The detector's verdict on the subject; never raises for the implementation's sake.
     With ``shrink``, a flagged attention case is shrunk to a smaller one that still fails
     (attnzoo.shrink), added to the evidence; the verdict is decided before and stays. With
     ``cases``, a flagged detector also reports which of its cases fail and which pass
     (``finding.cases``), learnt in the same run: the verdict stays the first failure's.
-    ``known`` (a dict shared by the detectors run on one subject) holds the smallest case
-    shrinking found for each battery case, where the next shrink of that case starts."""
+    ``shared`` (attnzoo.shrink.Shared, one per subject of a check) is what the shrinks of
+    its detectors share: the smallest cases found so far, and the time they may take."""
     record = subject.run = Record(detector.NAME, keep_going=cases)
     notes = getattr(subject.executor, "notes", [])
     seen = len(notes)
@@ -70,6 +70,8 @@ def run(detector, subject, battery, shrink=False, cases=False, known=None):
             finding.verdict, finding.message = ERROR, f"[{detector.NAME}] {error}"
     finding.unsupported = dict(record.set_aside)
     subject.current = None
+    if shared is not None:
+        shared.ran += time.perf_counter() - start  # the detector's own time, before shrinking
     if finding.caught:
         if cases:
             finding.cases = per_case(detector, subject, record)
@@ -77,7 +79,7 @@ def run(detector, subject, battery, shrink=False, cases=False, known=None):
             first = record.first
             finding.evidence.shrunk = smallest(detector, subject, battery, first.case,
                                                finding.verdict, getattr(first.error, "what", ""),
-                                               known)
+                                               shared)
     subject.parts = subject.declared = ()
     finding.seconds = time.perf_counter() - start
     finding.calls, finding.impl_seconds = record.calls, record.impl_seconds

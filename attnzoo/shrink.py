@@ -14,6 +14,7 @@ shrunk case is evidence added to it.
 """
 
 import copy
+import time
 from dataclasses import replace
 
 from attnzoo.sandbox.executor import DeadlineReached
@@ -24,6 +25,7 @@ from detectors.kit.outcomes import Record
 from detectors.kit.verdict import CRASHED, KILLED, NAN, Flag, ImplementationFailure
 
 MAX_ATTEMPTS = 40  # reruns of the detector, each on one case, per flagged finding
+SHARE = 0.4  # shrinking may take this share of the time a check's detectors took (Shared)
 STREAM = 7  # shrunk cases draw from default_rng([seed, STREAM, *their sizes])
 
 
@@ -97,17 +99,34 @@ def describe(spec):
     return text
 
 
+class Shared:
+    """What the shrinks of one check share: the smallest case found so far for each battery
+    case (several detectors often flag one case, and the next shrink starts there), and a
+    budget: shrinking takes at most :data:`SHARE` of the time the detectors themselves took,
+    so a flagged check costs about what a clean one does, not once more per flagged detector."""
+
+    def __init__(self, share=SHARE):
+        self.cases, self.share, self.ran, self.spent = {}, share, 0.0, 0.0
+
+    def until(self):
+        """The clock time at which a shrink starting now must stop."""
+        return time.perf_counter() + max(0.0, self.share * self.ran - self.spent)
+
+
 class Shrinker:
     """Reruns of one detector on one case at a time, counted against the cap."""
 
-    def __init__(self, detector, subject, battery, verdict):
+    def __init__(self, detector, subject, battery, verdict, until=None):
         self.detector, self.subject, self.battery = detector, subject, battery
+        self.until, self.out_of_time = until, False  # the shared budget's end (Shared)
         self.verdict = verdict
         self.attempts, self.found, self.stopped = 0, None, False  # found: (text, evidence)
         self.skipped = []  # sizes whose case could not be built, and why
 
     def fails(self, spec):
         """Does the detector flag ``spec``'s case with the original verdict? (keeps its Flag)"""
+        if self.until is not None and time.perf_counter() > self.until:
+            self.stopped = self.out_of_time = True
         if self.stopped or self.attempts >= MAX_ATTEMPTS:
             self.stopped = True
             return False
@@ -151,15 +170,15 @@ class Shrinker:
         return False
 
 
-def smallest(detector, subject, battery, case, verdict, what="", known=None):
+def smallest(detector, subject, battery, case, verdict, what="", shared=None):
     """The ``shrunk`` evidence of a finding flagged on ``case``: from, to (the same when no
     smaller case fails), the reruns, and the smallest case's message, call and snippet; with
     ``skipped`` instead when the case is not an attention case of the battery (a softmax or
     self-attention call, a lesson's fixed example), the verdict is hung, or a crash was not an
     exception (a dead worker costs a restart per rerun). ``what``: a crash's description.
-    ``known`` maps a battery case to the smallest case an earlier detector's shrinking found
-    for it: when this detector fails there too (one rerun), shrinking goes on from there
-    instead of from the battery's size, since several detectors often flag one case."""
+    ``shared`` (:class:`Shared`) holds the smallest case an earlier detector's shrinking
+    found for each battery case — when this detector fails there too (one rerun), shrinking
+    goes on from there — and the check's time budget for shrinking."""
     start = next((c for c in battery.attention if case and (case == c.name
                   or case.startswith(c.name + " "))), None)
     why = ("a hang is not rerun" if verdict not in (KILLED, NAN, CRASHED) else
@@ -171,9 +190,10 @@ def smallest(detector, subject, battery, case, verdict, what="", known=None):
     if why:
         return {"case": case or "", "from": None, "to": None, "sizes": None, "attempts": 0,
                 "cap": MAX_ATTEMPTS, "skipped": why}
-    shrinker = Shrinker(detector, subject, battery, verdict)
+    began = time.perf_counter()
+    shrinker = Shrinker(detector, subject, battery, verdict, shared and shared.until())
     spec = start.spec
-    earlier = (known or {}).get(start.name)
+    earlier = shared.cases.get(start.name) if shared else None
     if earlier is not None and earlier != spec and shrinker.fails(earlier):
         spec = earlier
     for _ in range(2):  # a second pass: a smaller axis can let another shrink further
@@ -182,11 +202,15 @@ def smallest(detector, subject, battery, case, verdict, what="", known=None):
             spec = _shrink_one(shrinker, spec, knob)
         if spec == before or shrinker.stopped:
             break
-    if known is not None and spec != start.spec:
-        known[start.name] = spec
+    if shared is not None:
+        shared.spent += time.perf_counter() - began
+        if spec != start.spec:
+            shared.cases[start.name] = spec
     found = shrinker.found if spec != start.spec else None
     result = {"case": start.name, "from": describe(start.spec), "to": describe(spec),
               "sizes": sizes(spec), "attempts": shrinker.attempts, "cap": MAX_ATTEMPTS}
+    if shrinker.out_of_time:
+        result["stopped"] = "the check's time for shrinking was spent"
     if shrinker.skipped:
         result["unbuilt"] = shrinker.skipped[:3]
     if found is not None:

@@ -114,16 +114,29 @@ def test_every_knob_at_its_least_value_is_a_valid_call(spec):
 def test_a_case_another_detector_shrank_starts_from_where_it_ended(battery):
     """Several detectors often flag one case: the second shrink starts from the first's
     smallest case (when it fails there too) and needs far fewer reruns."""
-    known = {}
+    shared = shrink.Shared(share=float("inf"))  # no time budget here: the cases alone
     row = subject_for(STANDARD_BUGS["key-tail-tile-dropped-sdpa"])
-    first = run(by_name()["matches_loop_oracle"], row, battery, shrink=True, known=known)
+    first = run(by_name()["matches_loop_oracle"], row, battery, shrink=True, shared=shared)
     second = run(by_name()["low_precision_agreement"],
                  subject_for(STANDARD_BUGS["key-tail-tile-dropped-sdpa"]), battery, shrink=True,
-                 known=known)
+                 shared=shared)
     a, b = first.evidence.shrunk, second.evidence.shrunk
-    assert a["case"] == b["case"] and known[a["case"]].name.endswith(" shrunk")
+    assert a["case"] == b["case"] and shared.cases[a["case"]].name.endswith(" shrunk")
     alone = run(by_name()["low_precision_agreement"],
                 subject_for(STANDARD_BUGS["key-tail-tile-dropped-sdpa"]), battery,
                 shrink=True).evidence.shrunk
     assert b["to"] == alone["to"] == a["to"]  # the same smallest case either way
     assert b["attempts"] < alone["attempts"]  # (8 against 18 on this case)
+
+
+def test_shrinking_stops_when_the_checks_time_for_it_is_spent(battery):
+    """A check's shrinks take at most a share of its detectors' own time: with none left, a
+    flagged finding keeps its verdict and says why it was not shrunk further."""
+    shared = shrink.Shared(share=0.0)
+    finding = run(by_name()["matches_loop_oracle"],
+                  subject_for(STANDARD_BUGS["key-tail-tile-dropped-sdpa"]), battery, shrink=True,
+                  shared=shared)
+    found = finding.evidence.shrunk
+    assert finding.verdict == "killed" and shared.ran > 0
+    assert found["attempts"] == 0 and found["to"] == found["from"]
+    assert found["stopped"] == "the check's time for shrinking was spent"
