@@ -84,7 +84,7 @@ def run_check(locator, options):
     """
     import functools
 
-    from attnzoo.diagnosis.cases import lighten
+    from attnzoo.diagnosis.cases import lighten, reproduce_smallest
     from attnzoo.diagnosis.group import diagnose
     from attnzoo.report import SCHEMA, describe_target, exit_code, summarise
     from attnzoo.runner import run
@@ -125,6 +125,7 @@ def run_check(locator, options):
                                                         progress,
                                                         n * len(chosen), len(found) * len(chosen))
                     diagnosis = diagnose([f.to_json() for f in findings]) if follow else []
+                    reproduce_smallest(diagnosis, findings)
                     lighten(findings)
                     not_run += [(target, name) for name in skipped]
                     sections.append({"target": describe_target(target, dtype, options.seed,

@@ -70,6 +70,8 @@ def run(detector, subject, battery, shrink=False, cases=False, shared=None):
             finding.verdict, finding.message = ERROR, f"[{detector.NAME}] {error}"
     finding.unsupported = dict(record.set_aside)
     subject.current = None
+    if finding.evidence is not None:
+        finding.evidence.resolve()  # the first failure's reproduction: the others wait
     if shared is not None:
         shared.ran += time.perf_counter() - start  # the detector's own time, before shrinking
     if finding.caught:

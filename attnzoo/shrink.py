@@ -215,7 +215,7 @@ def smallest(detector, subject, battery, case, verdict, what="", shared=None):
         result["unbuilt"] = shrinker.skipped[:3]
     if found is not None:
         text, evidence = found
-        result.update(message=text, call=evidence.call, snippet=evidence.snippet)
+        result.update(message=text, call=evidence.call, snippet=evidence.resolve().snippet)
     return result
 
 

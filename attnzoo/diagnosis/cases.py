@@ -17,6 +17,7 @@ def per_case(detector, subject, record):
     "cause": …}`` where a record has the case's features, size and, when failed, its verdict,
     call, message and reproduction."""
     failed = {str(k): _failure(o) for k, o in record.failed.items()}
+    later = {str(k): o.evidence for k, o in record.failed.items() if o.evidence is not None}
     passed = {str(k): {} for k in record.passed()}
     sent = {str(k): v for k, v in record.sent.items()}
     stopped = record.stopped or (f"case {record.unfinished!r} was refused outside its trial"
@@ -37,7 +38,7 @@ def per_case(detector, subject, record):
         # (the causal mask's bool is not an input dtype: its case is read as any other)
         case["size"] = features.size(call) if call is not None else None
     return {"failed": failed, "passed": passed, "complete": not stopped,
-            "stopped": stopped or "held", "cause": cause}
+            "stopped": stopped or "held", "cause": cause, "evidence": later}
 
 
 def _failure(outcome):
@@ -47,9 +48,21 @@ def _failure(outcome):
             "snippet": evidence.snippet if evidence is not None else ""}
 
 
+def reproduce_smallest(diagnosis, findings):
+    """Build the reproduction of each root cause's smallest case, the one the report prints
+    (the other failing cases' reproductions are never built)."""
+    by = {f.detector: (f.cases or {}).get("evidence", {}) for f in findings}
+    for group in diagnosis:
+        smallest = group.get("smallest") or {}
+        evidence = by.get(smallest.get("detector"), {}).get(smallest.get("case"))
+        if evidence is not None and not smallest.get("snippet"):
+            smallest["snippet"] = evidence.resolve().snippet
+
+
 def lighten(findings):
     """Drop the failing cases' reproductions once the diagnosis has kept its smallest ones: a
     reproduction of a standard-depth case prints every input, tens of kB each."""
     for f in findings:
+        (f.cases or {}).pop("evidence", None)  # objects, not JSON: the diagnosis is built
         for record in (f.cases or {}).get("failed", {}).values():
             record.pop("snippet", None)

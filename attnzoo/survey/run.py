@@ -11,7 +11,7 @@ scored.
 import platform
 import time
 
-from attnzoo.diagnosis.cases import lighten
+from attnzoo.diagnosis.cases import lighten, reproduce_smallest
 from attnzoo.diagnosis.group import diagnose
 from attnzoo.report import summarise
 from attnzoo.runner import run
@@ -105,6 +105,7 @@ def run_one(module, decl, dtype, seed):
     finally:
         executor.close()
     diagnosis = diagnose([f.to_json() for f in findings])
+    reproduce_smallest(diagnosis, findings)
     lighten(findings)
     return {
         "dtype": dtype,

@@ -46,7 +46,7 @@ class Trials:
             m = m.because(relation)
             dtypes = [r.dtype for a in answers for r in a.requests if r.dtype != self.base_dtype]
             self.flagged = self.case_id(name, dtypes[0] if dtypes else None)
-            raise Flag(m, self.evidence(answers, name, m.index, relation)) from None
+            raise Flag(m, self.evidence(answers, name, m.index, relation, lazy=True)) from None
 
     @contextlib.contextmanager
     def trial(self, call):
@@ -106,12 +106,16 @@ class Trials:
     def _last_sent(self):
         return [_Sent(self.last)] if self.last is not None else []
 
-    def evidence(self, answers, case="", index=None, relation=""):
-        """Where a property failed, with a snippet that reproduces the calls."""
+    def evidence(self, answers, case="", index=None, relation="", lazy=False):
+        """Where a property failed, with a snippet that reproduces the calls (``lazy``: built
+        when first wanted, ``Evidence.resolve``)."""
         requests = [r for a in answers for r in a.requests]
         calls = "; ".join(dict.fromkeys(r.describe(self.name) for r in requests[:2]))
-        return Evidence(calls, index=index, case=case,
-                        snippet=snippet(self.target, requests, relation))
+        target = self.target
+        if lazy:
+            return Evidence(calls, index=index, case=case,
+                            make=lambda: snippet(target, requests, relation))
+        return Evidence(calls, index=index, case=case, snippet=snippet(target, requests, relation))
 
 
 class _Sent:

@@ -48,8 +48,18 @@ class Evidence:
     # not the kill matrix): case, from, to, sizes, attempts, cap, and, when smaller than the
     # case, its message, call and snippet, or ``skipped`` saying why it could not shrink
     shrunk: dict | None = None
+    # builds ``snippet`` when it is first wanted: a reproduction is checked line by line, which
+    # for a large case costs seconds, and most failing cases of a detector never print one
+    make: object = field(default=None, repr=False, compare=False)
+
+    def resolve(self):
+        """Fill in ``snippet`` if it was left to be built; the evidence, for chaining."""
+        if self.make is not None and not self.snippet:
+            self.snippet, self.make = self.make(), None
+        return self
 
     def to_json(self):
+        self.resolve()
         data = {
             "call": self.call,
             "case": self.case,
@@ -107,7 +117,7 @@ class Finding:
             "impl_seconds": round(self.impl_seconds, 6),
             "notes": list(self.notes),
             "unsupported": dict(self.unsupported),
-            "cases": dict(self.cases),
+            "cases": {k: v for k, v in self.cases.items() if k != "evidence"},  # JSON only
         }
 
 
