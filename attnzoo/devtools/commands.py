@@ -62,8 +62,10 @@ def add(sub, add_run_options):
 
     p = sub.add_parser("docs", help="regenerate docs/: catalogue pages, kill-matrix JSON and PNG",
                        description="Run the kill matrix (seed 0) and write docs/kill-matrix.json, "
-                       "docs/kill-matrix.png, docs/catalogue/*.md and the generated blocks of "
-                       "docs/test-design.md.")
+                       "docs/kill-matrix.png, docs/catalogue/*.md, the generated blocks of "
+                       "docs/test-design.md and the lesson's grade; and fill docs/benchmarks.md "
+                       "from the committed JSON of attnzoo bench, the seed sweeps, the survey "
+                       "and mutants.")
     p.add_argument("--from-json", metavar="PATH",
                    help="rebuild pages and heatmap from this matrix JSON instead of running it")
     p.add_argument("--check", action="store_true",
@@ -125,13 +127,13 @@ def cmd_bench(args):
 
 
 def cmd_docs(args):
-    from attnzoo.devtools import docs, grade_page, project
+    from attnzoo.devtools import bench_page, docs, grade_page, project
 
     root = project.root("attnzoo docs")
     if args.check:
         if args.from_json:
             raise BadInput("--check reads docs/kill-matrix.json; drop --from-json")
-        stale = docs.stale(root) + grade_page.stale(root)
+        stale = docs.stale(root) + grade_page.stale(root) + bench_page.stale(root)
         for path, why in stale:
             print(f"stale: {path}: {why}")
         print("docs are up to date" if not stale else
@@ -158,6 +160,7 @@ def cmd_docs(args):
         written += grade_page.write(grade_page.run_grade(
             progress=lambda row: print(f"  grade: {row.label}", file=sys.stderr, flush=True)),
             root=root)
+    written += bench_page.write(root)
     for path in written:
         print(f"wrote {path}")
     print(f"{docs.JSON_PATH.as_posix()}: {docs.reproductions(data)}")
