@@ -43,8 +43,8 @@ HELP = {
     "dtype_fixed": "dtype of every call (default float64)",
     "seed": "seed of the case battery (default 0)",
     "depth": "battery tier (default {default}): quick (the kill matrix's cases), standard (plus "
-    "realistic sizes past a tile), deep (a sampled sweep up to 1024 tokens); a bug whose page "
-    "names a deeper tier survives a shallower one",
+    "realistic sizes past a tile), deep (a pairwise covering array of the input space, up to "
+    "1024 tokens); a bug whose page names a deeper tier survives a shallower one",
     "timeout": f"time limit per call (default {CALL_SECONDS:g})",
     "import_timeout": "time limit for importing the target, torch included (default "
     f"{IMPORT_SECONDS:g})",

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import zoo
+from attnzoo.coverage import sizes
 from attnzoo.matrix import model as matrix
 from attnzoo.runner import run
 from detectors import by_name
@@ -41,13 +42,35 @@ def test_unknown_depth_is_refused():
         Battery(0, depth="deeper")
 
 
+def test_deep_sweep_pairs_every_two_values_of_the_space():
+    """Strength 2, checked here rather than trusted to the generator: every pair of values of
+    any two factors meets in some case, unless a constraint forbids that pair."""
+    rows = sweep.covering()
+    factors = list(sweep.FACTORS)
+    for i, a in enumerate(factors):
+        for b in factors[i + 1:]:
+            met = {(r[a], r[b]) for r in rows}
+            for x in sweep.FACTORS[a]:
+                for y in sweep.FACTORS[b]:
+                    pair = {a: x, b: y}
+                    forbidden = (pair.get("gqa", "off") != "off" and pair.get("lead") in
+                                 ("2-D", "3-D")) or (pair.get("lead") == "2-D" and
+                                                     pair.get("mask", "").endswith("padding"))
+                    assert forbidden or (x, y) in met, f"{a}={x} never meets {b}={y}"
+
+
 def test_deep_sweep_reaches_every_value_of_every_axis():
     calls = [c for c in DEEP.attention if c.name.startswith("deep-")]
     lengths = {c.q.shape[-2] for c in calls} | {c.k.shape[-2] for c in calls}
-    assert set(sweep.LENGTHS) <= lengths
-    assert set(sweep.HEAD_DIMS) <= {c.q.shape[-1] for c in calls}
-    groups = {c.q.shape[-3] // c.k.shape[-3] for c in calls if c.gqa} | {1}
-    assert set(sweep.GROUPS) <= groups
+    for value in sweep.LENGTHS:  # each value with a size of its own, as the space defines it
+        assert value in set().union(*(sizes(n) for n in lengths)), value
+    assert {"1", "prime", "2^k", "2^k+1", "2^k-1"} <= set().union(
+        *(sizes(c.q.shape[-1]) for c in calls))
+    assert any(c.q.shape[-1] > 128 for c in calls) and any(c.q.shape[-1] in (80, 96, 112)
+                                                           for c in calls)
+    groups = {c.q.shape[-3] // c.k.shape[-3] for c in calls if c.gqa}
+    assert 2 in groups and any(g >= 4 for g in groups)
+    assert any(c.gqa and c.k.shape[-3] == 1 for c in calls)  # one key/value head
     assert {2, 3, 4, 5} <= {c.q.ndim for c in calls}
     assert any(c.q.shape[-2] == 1 and c.k.shape[-2] >= 1023 for c in calls)  # a long cache
     assert any(c.q.shape[-2] > c.k.shape[-2] for c in calls)  # more queries than keys

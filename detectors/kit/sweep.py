@@ -5,9 +5,10 @@ a few realistic cases per feature: a key axis past one and two tiles of 64 and 1
 crossing a chunk boundary, a masked prefix of whole tiles, head dims past 128, groups of 8
 query heads, a (H, L, S) mask under 4-D queries, a 513-key decode cache, unbatched 2-D and 3-D
 calls, float16 magnitudes (raw |q·k| past 65504, scaled scores moderate), and heads of
-different sharpness in one call. ``deep`` is a sampled grid in the spirit of FlashAttention's
-and PyTorch's own SDPA tests: every value of every axis below appears in at least one case, the
-pairing is drawn from a fixed seed (the same cases for every battery seed), and no case exceeds
+different sharpness in one call. ``deep`` is a pairwise covering array over the values of
+``reference.space``'s axes, in the spirit of FlashAttention's and PyTorch's own SDPA tests:
+every pair of values of any two axes meets in some case, each case draws its concrete sizes
+from a fixed seed (the same cases for every battery seed), and no case exceeds
 :data:`MAX_SCORES` scores.
 """
 
@@ -77,31 +78,59 @@ STANDARD_SELF = (SelfSpec("self-long", x=(2, 70, 16), d_k=16, d_v=8, tags=("chun
 STANDARD_SOFTMAX = ((3, 257),)
 
 # -- the deep sweep ---------------------------------------------------------------------------
+# Factors of the covering array: the values of reference.space's axes, each with the concrete
+# sizes a case of that value draws from (a case's own seed picks one). Every pair of values of
+# any two factors appears in at least one case (covertable, strength 2); the same cases for every
+# battery seed.
 
-SWEEP_SEED = 20_241  # fixes which values are paired: the same cases for every battery seed
-CASES = 40
+SWEEP_SEED = 20_241  # the concrete sizes drawn for each case of the covering array
 MAX_SCORES = 1 << 20  # lead · L · S of one case: cost stays linear in what the case asks
-LENGTHS = (1, 16, 17, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 513, 1023, 1024)
-HEAD_DIMS = (8, 16, 32, 59, 64, 80, 96, 111, 128, 160, 256)
-GROUPS = (1, 2, 3, 4, 6, 8, 16)
-BATCHES = (1, 2, 3, 5)
-RANKS = (2, 3, 4, 4, 5)  # of the query; 4-D twice, as real callers use it most
-MASKS = (None, "row", "matrix", "per-head", "per-item", "key-padding", "left-padding",
+LENGTHS = {  # reference.space.SIZES, where tiled, chunked and split-KV kernels break
+    "1": (1,), "prime": (17, 31, 61, 127, 257), "2^k": (16, 64, 128, 256, 512, 1024),
+    "2^k+1": (17, 65, 129, 257, 513), "2^k-1": (15, 63, 127, 255, 511, 1023),
+    ">64": (70, 100, 200, 300, 700)}
+HEAD_DIMS = {  # the E axis, and the widths deployed models use beside the powers of two
+    "1": (1,), "prime": (7, 59, 61), "2^k": (8, 16, 32, 64, 128), "2^k+1": (17, 33, 65),
+    "2^k-1": (15, 31, 63, 127), "deployed": (80, 96, 112), ">128": (160, 192, 256)}
+VALUE_DIMS = ("=E", "!=E")
+LEADS = ("2-D", "3-D", "4-D one item", "4-D items", "5-D")  # the query's leading axes
+GROUPS = {"off": (1,), "g=2": (2,), "g>=4": (3, 4, 6, 8, 16), "mqa": (4, 8)}
+MASKS = ("none", "row", "matrix", "per-head", "per-item", "key-padding", "left-padding",
          "empty-rows", "causal", "bias")
-DTYPE_MAGNITUDES = (False, False, True)  # a third of the cases at float16 magnitudes
+SCORES = {  # (Q's factor, K's factor): scores of order 1, peaked, flat, raw q·k past 65504
+    "ordinary": (1.0, 1.0), "peaked": (4.0, 1.0), "flat": (1 / 64, 1.0), "past float16": (HALF, HALF)}
+LAYOUTS = ("contiguous", "strided")
+FACTORS = {"L": tuple(LENGTHS), "S": tuple(LENGTHS), "E": tuple(HEAD_DIMS), "Ev": VALUE_DIMS,
+           "lead": LEADS, "gqa": tuple(GROUPS), "mask": MASKS, "scores": tuple(SCORES),
+           "layout": LAYOUTS}
+# grouped heads need a heads axis; a key-padding mask needs a batch axis
+CONSTRAINTS = (
+    {"operator": "or", "conditions": [{"operator": "eq", "left": "gqa", "value": "off"},
+                                       {"operator": "in", "left": "lead",
+                                        "values": ["4-D one item", "4-D items", "5-D"]}]},
+    {"operator": "or", "conditions": [{"operator": "ne", "left": "lead", "value": "2-D"},
+                                       {"operator": "not", "condition": {
+                                           "operator": "in", "left": "mask",
+                                           "values": ["key-padding", "left-padding"]}}]},
+)
 
 
-def _cycle(rng, values, n):
-    """n values in which every value appears, shuffled: a covering draw, not a product."""
-    reps = -(-n // len(values))
-    return [values[i] for i in np.concatenate([rng.permutation(len(values)) for _ in range(reps)])][:n]
+@functools.lru_cache(maxsize=1)
+def covering():
+    """The pairwise covering array over :data:`FACTORS`: a list of {factor: value}."""
+    from covertable import make  # only when a deep battery is built
+
+    return make(FACTORS, strength=2, constraints=list(CONSTRAINTS), salt="attnzoo")
 
 
-def _deep_case(i, L, S, E, Ev, group, batch, rank, mask, half, strided):
+def _deep_case(i, L, S, E, Ev, group, lead, mask, scores, strided, batch=None):
     causal = mask == "causal"
     if causal and i % 2:
         S = L  # square causal as often as rectangular
-    heads = 2 if rank >= 4 else 1
+    rank = {"2-D": 2, "3-D": 3, "5-D": 5}.get(lead, 4)
+    if batch is None:
+        batch = 1 if lead == "4-D one item" else 2 + i % 2
+    heads = 1 if group in GROUPS["mqa"] and rank >= 4 and i % 2 else 2
     gqa = rank >= 4 and group > 1
     hq = heads * group if gqa else heads
     lead_q = {2: (), 3: (batch,), 4: (batch, hq), 5: (2, batch, hq)}[rank]
@@ -119,37 +148,45 @@ def _deep_case(i, L, S, E, Ev, group, batch, rank, mask, half, strided):
             m_shape = lead_q[-1:] + (L, S)  # (H, L, S) under 4-D queries
         if mask in ("empty-rows", "bias"):
             m_shape = lead_q + (L, S)
-        if mask == "empty-rows" and L < 2:
-            kind, m_shape = "random", (S,)
+        if mask == "empty-rows" and L < 2:  # one query: a row of its own cannot go empty alone
+            kind, m_shape = "random", row
         if mask == "bias":
             kind, bias = None, "additive"
     elif mask in ("key-padding", "left-padding") and rank >= 3:
         kind, m_shape = mask, lead_q[:1] + (1,) * (rank - 2) + (S,)
+    half = scores == "past float16"
+    q_factor, k_factor = SCORES[scores]
     name = f"deep-{i:02d}-L{L}-S{S}-E{E}-Ev{Ev}" + (f"-g{group}" if gqa else "")
     return Spec(
         name, q=lead_q + (L, E), k=lead_kv + (S, E), v=lead_kv + (S, Ev), mask=kind,
         mask_shape=m_shape, bias=bias, causal=causal, gqa=gqa, strided=strided,
-        logits=HALF if half else 1.0, key_logits=HALF if half else 1.0,
-        scale=_half_scale(E) if half else None, unbatched=rank < 4,
+        logits=q_factor, key_logits=k_factor, scale=_half_scale(E) if half else None,
+        unbatched=rank < 4,
         tags=tuple(t for t, on in (("causal", causal), ("gqa", gqa), ("magnitude", half),
                                    ("rectangular", causal and L != S), ("decode", L == 1),
                                    ("empty", kind == "empty-rows")) if on),
     )
 
 
+def _concrete(i, row):
+    """Case ``i`` of the covering array with sizes drawn for its values."""
+    rng = np.random.default_rng([SWEEP_SEED, i])
+    pick = lambda values: values[int(rng.integers(len(values)))]  # noqa: E731
+    L, S, E = pick(LENGTHS[row["L"]]), pick(LENGTHS[row["S"]]), pick(HEAD_DIMS[row["E"]])
+    widths = [w for ws in HEAD_DIMS.values() for w in ws if w != E]
+    Ev = E if row["Ev"] == "=E" else pick(widths)
+    return _deep_case(i, L, S, E, Ev, pick(GROUPS[row["gqa"]]), row["lead"], row["mask"],
+                      row["scores"], row["layout"] == "strided")
+
+
 @functools.lru_cache(maxsize=1)
 def deep():
-    """The sampled grid: CASES specs, plus the two shapes every decoder and prefill makes."""
-    rng = np.random.default_rng(SWEEP_SEED)
-    axes = [_cycle(rng, values, CASES) for values in
-            (LENGTHS, LENGTHS, HEAD_DIMS, HEAD_DIMS, GROUPS, BATCHES, RANKS, MASKS,
-             DTYPE_MAGNITUDES)]
-    specs = []
-    for i, (L, S, E, Ev, g, b, rank, mask, half) in enumerate(zip(*axes)):
-        Ev = E if i % 2 else Ev  # E == Ev in every other case: fused kernels require it
-        specs.append(_deep_case(i, L, S, E, Ev, g, b, rank, mask, half, strided=i % 3 == 0))
-    specs.append(_deep_case(CASES, 1, 1023, 128, 128, 8, 2, 4, "key-padding", False, False))
-    specs.append(_deep_case(CASES + 1, 1024, 17, 64, 64, 1, 1, 4, None, False, True))
+    """The covering array's cases, plus the two shapes every decoder and prefill makes."""
+    specs = [_concrete(i, row) for i, row in enumerate(covering())]
+    n = len(specs)
+    specs.append(_deep_case(n, 1, 1023, 128, 128, 8, "4-D items", "key-padding", "ordinary",
+                            False, batch=2))
+    specs.append(_deep_case(n + 1, 1024, 17, 64, 64, 1, "4-D one item", "none", "ordinary", True))
     return tuple(specs)
 
 
