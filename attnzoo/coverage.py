@@ -21,7 +21,7 @@ from attnzoo.runner import run
 from detectors import all_detectors
 from detectors.kit.battery import Battery
 from detectors.kit.depths import DEPTHS
-from reference.space import BACKWARD, SPACES
+from reference.space import BACKWARD, EXACT_INTEGERS, LARGEST_FINITE, SMALLEST_NORMAL, SPACES
 
 ROWS = {"sdpa": "reference-sdpa", "lesson": "reference-numpy"}
 
@@ -101,13 +101,57 @@ def sdpa_values(request):
     found.add(("scores", "past float16" if raw > 65504 else "peaked" if scaled >= 8
                else "flat" if scaled < 1 / 8 else "ordinary"))
     found |= _asked(request)
+    return found | _limits(request.dtype, (q, k, v, mask), max(L, S))
+
+
+def _limits(dtype, arrays, length):
+    """The ``limits`` values a call at ``dtype`` reaches: entries near the format's largest
+    finite value or below its smallest normal, and lengths past its exact integers."""
+    floats = [np.abs(np.asarray(a, dtype=float)) for a in arrays
+              if a is not None and np.asarray(a).dtype != bool]
+    floats = [a[np.isfinite(a)] for a in floats]
+    found = {("limits", "past exact integers")} if length > EXACT_INTEGERS[dtype] else set()
+    if any(a.size and a.max() >= LARGEST_FINITE[dtype] / 4 for a in floats):
+        found.add(("limits", "largest finite"))
+    if any(((a > 0) & (a < SMALLEST_NORMAL[dtype])).any() for a in floats):
+        found.add(("limits", "smallest normal"))
     return found
 
 
 def _asked(request):
+    dropout = bool(request.kwargs.get("dropout_p"))
     return {("requests", v) for v, ok in (("seeded", request.seed is not None),
+                                          ("not reseeded", dropout and request.seed is None),
                                           ("kept", request.keep),
+                                          ("refilled", request.refill is not None),
+                                          ("answer overwritten", request.overwrite is not None),
                                           ("inputs read back", request.inputs)) if ok}
+
+
+def _fingerprint(request):
+    """What makes two requests the same call: function, format, arrays' values, keywords."""
+    def part(a):
+        a = np.asarray(a) if isinstance(a, (np.ndarray, list)) else a
+        return (a.dtype.str, a.shape, a.tobytes()) if isinstance(a, np.ndarray) else repr(a)
+
+    return hash((request.fn, request.dtype, tuple(part(a) for a in request.args),
+                 tuple((k, part(v)) for k, v in sorted(request.kwargs.items())),
+                 request.grad is not None, request.gradcheck))
+
+
+def sequence(sent):
+    """Per request of one detector's run, in order, the ``requests`` values its place in the
+    sequence reaches: the same call again right after itself ("repeated"), or with other calls
+    between ("repeated later"); each repeat arrives as new objects unless it is refilled."""
+    last, out = {}, []
+    for i, request in enumerate(sent):
+        key = _fingerprint(request)
+        found = set()
+        if key in last:
+            found.add(("requests", "repeated" if last[key] == i - 1 else "repeated later"))
+        last[key] = i
+        out.append(found)
+    return out
 
 
 def lesson_values(request):
@@ -158,9 +202,9 @@ def measure(contract, depth, seed=0):
         subject, sent = subject_for(row), []
         subject.executor = Recorder(subject.executor, sent)
         run(detector, subject, battery)
-        for request in sent:
+        for request, place in zip(sent, sequence(sent)):
             way = "backward" if request.grad is not None or request.gradcheck else "forward"
-            for axis, value in read(request):
+            for axis, value in read(request) | place:
                 reached.setdefault(f"{axis}:{value}", {"forward": set(), "backward": set()})[
                     way].add(detector.NAME)
     return {k: {w: sorted(d) for w, d in ways.items()} for k, ways in reached.items()}

@@ -28,6 +28,13 @@ class Axis:
     values: tuple = field(default_factory=tuple)
 
 
+# Facts of the float formats the contract accepts: the last integer each holds exactly
+# (2 ** significand bits; positions past it round together) and its largest finite value.
+EXACT_INTEGERS = {"bfloat16": 256, "float16": 2048, "float32": 2 ** 24, "float64": 2 ** 53}
+LARGEST_FINITE = {"bfloat16": 3.3895e38, "float16": 65504.0, "float32": 3.4028e38,
+                  "float64": 1.7977e308}
+SMALLEST_NORMAL = {"bfloat16": 1.1755e-38, "float16": 6.1035e-05, "float32": 1.1755e-38,
+                   "float64": 2.2251e-308}
 NO_AUTOGRAD = "a call without autograd (the lesson contract has no backward; S6 is SDPA's)"
 SIZES = (
     Value("1", "a single element: squeeze, broadcasting and empty-reduction mistakes"),
@@ -104,8 +111,34 @@ SDPA = (
         Value("peaked", "large scores: nearly one-hot rows"),
         Value("flat", "tiny scores: nearly uniform rows"),
         Value("past float16", "raw q·k beyond float16's largest finite (65504) before scaling"))),
-    Axis("requests", "C7", "what a caller asks with a call", (
+    Axis("limits", "C6", "the limits of the inputs' float format", (
+        Value("largest finite", "entries within a factor 4 of the format's largest finite value "
+              "(float16: 65504), where a sum kept in that format overflows",
+              no_gradient="gradients at float16 are judged at ordinary magnitudes "
+              "(low_precision_gradients); no relation asks for them with V near 65504 yet"),
+        Value("smallest normal", "nonzero entries below the format's smallest normal value "
+              "(subnormals)", gap="whether subnormals are kept or flushed to zero is the "
+              "hardware's mode (CUDA's fast math flushes them), not the contract's: no "
+              "relation may demand either", no_gradient="as its forward"),
+        Value("past exact integers", "lengths past the last integer the format holds exactly "
+              "(bfloat16: 256, float16: 2048), where positions made in it round together"))),
+    Axis("requests", "C7", "what a caller does with a call and around it", (
+        Value("repeated", "the same call again, right after itself, with new objects of equal "
+              "values"),
+        Value("repeated later", "the same call again with other calls between",
+              no_gradient="a backward is compared with itself right after (backward_determinism); "
+              "a backward with another call between its forward and itself is not judged yet"),
+        Value("refilled", "the same argument objects as an earlier call, refilled in place with "
+              "new values", no_gradient="refilling is judged on answers; a backward after its "
+              "inputs were refilled is refused by autograd's version counter"),
+        Value("answer overwritten", "the caller wrote into an earlier answer before calling "
+              "again", no_gradient="writing into an answer that a backward still needs is "
+              "refused by autograd's version counter"),
         Value("seeded", "the random state set before the call"),
+        Value("not reseeded", "a dropout call without a reseed: it draws where the last call "
+              "left the random state, as a training loop's steps do",
+              no_gradient="the backward's mask is judged after a seed (dropout_backward_uses_"
+              "forward_mask); consecutive unseeded backwards are not compared yet"),
         Value("kept", "the answer kept and read again after later calls",
               no_gradient="reading an answer again needs no backward"),
         Value("inputs read back", "the arguments read back after the call",

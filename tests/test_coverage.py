@@ -39,6 +39,31 @@ def test_grouped_heads_and_score_magnitudes():
     assert {("gqa", "mqa"), ("scores", "past float16")} <= coverage.sdpa_values(r)
 
 
+def test_format_limits_are_read_per_dtype():
+    v = np.full((1, 1, 3, 4), 40000.0)
+    near = Request("sdpa", (np.ones((1, 1, 300, 4)), np.ones((1, 1, 3, 4)), v), {},
+                   dtype="float16")
+    assert ("limits", "largest finite") in coverage.sdpa_values(near)
+    assert ("limits", "past exact integers") not in coverage.sdpa_values(near)  # 300 < 2048
+    at_bf16 = Request("sdpa", near.args, {}, dtype="bfloat16")
+    assert ("limits", "past exact integers") in coverage.sdpa_values(at_bf16)
+    assert ("limits", "largest finite") not in coverage.sdpa_values(at_bf16)
+    tiny = Request("sdpa", (np.full((1, 1, 2, 2), 1e-6),) * 3, {}, dtype="float16")
+    assert ("limits", "smallest normal") in coverage.sdpa_values(tiny)
+
+
+def test_a_call_repeated_at_once_or_later_is_read_off_the_sequence():
+    a, b = (sdpa((1, 1, 2, 2), (1, 1, 2, 2), (1, 1, 2, 2)),
+            sdpa((1, 1, 3, 2), (1, 1, 3, 2), (1, 1, 3, 2)))
+    again = sdpa((1, 1, 2, 2), (1, 1, 2, 2), (1, 1, 2, 2))  # equal values, new objects
+    places = coverage.sequence([a, again, b, a, b])
+    assert places[0] == set() and places[2] == set()
+    assert places[1] == {("requests", "repeated")}
+    assert places[3] == {("requests", "repeated later")} == places[4]
+    scaled = sdpa((1, 1, 2, 2), (1, 1, 2, 2), (1, 1, 2, 2), scale=0.5)  # another keyword
+    assert coverage.sequence([a, scaled]) == [set(), set()]
+
+
 def test_every_value_the_classifiers_name_is_in_the_space():
     """A value read off a call that the space does not list would be counted nowhere."""
     values = {c: {(a.name, v.name) for a in axes for v in a.values} for c, axes in SPACES.items()}

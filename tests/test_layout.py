@@ -5,7 +5,8 @@
   (``detectors.kit.depths``, a module without imports, for ``BUG.depth``): a bug never leans on
   a detector.
 - ``detectors/`` holds the detector files and their kit: a detector imports the kit and
-  ``reference/``; the kit imports ``reference/`` and itself. Neither imports the application.
+  ``reference/``; the kit imports ``reference/``, itself and covertable (the deep tier's
+  covering array). Neither imports the application.
 - ``attnzoo/`` is the application; only ``attnzoo/devtools/`` imports matplotlib or mutmut, and
   only the command line dispatches to it.
 
@@ -58,7 +59,8 @@ def _third_party(allowed):
 RULES = {
     "reference": lambda n: _third_party({"numpy", "torch", "reference"})(n),
     "zoo": lambda n: _third_party({"numpy", "torch", "reference", "zoo"})(n) or n == TIERS,
-    "detectors/kit": lambda n: _third_party({"numpy", "torch", "reference"})(n)
+    # covertable builds the deep tier's covering array (detectors/kit/sweep.py)
+    "detectors/kit": lambda n: _third_party({"numpy", "torch", "reference", "covertable"})(n)
     or n == "detectors.kit" or n.startswith("detectors.kit."),
     "detectors": lambda n: _third_party({"numpy", "torch", "reference"})(n)
     or n in ("detectors", "detectors.kit") or n.startswith("detectors.kit."),
@@ -70,7 +72,8 @@ RULES = {
 WHY = {
     "reference": "the reference imports numpy and torch only",
     "zoo": "a zoo entry imports the reference, the zoo's metadata and the tiers' names only",
-    "detectors/kit": "the kit imports numpy, torch, reference/ and itself, never the application",
+    "detectors/kit": "the kit imports numpy, torch, covertable, reference/ and itself, never "
+    "the application",
     "detectors": "a detector imports the kit and reference/ only",
     "attnzoo": "only attnzoo/devtools imports matplotlib or mutmut; only the command line "
     "dispatches to the developer tools",

@@ -73,6 +73,10 @@ STANDARD = (
     Spec("head-dim-one", q=(2, 3, 7, 1), k=(2, 3, 11, 1), v=(2, 3, 11, 1)),
     Spec("head-dim-past-32", q=(1, 2, 19, 33), k=(1, 2, 29, 33), v=(1, 2, 29, 33)),
     Spec("head-dim-short-of-32", q=(2, 1, 13, 31), k=(2, 1, 23, 31), v=(2, 1, 23, 17)),
+    # positions past bfloat16's last exact integer (256), where positions computed in the
+    # inputs' format round together
+    Spec("causal-past-256", q=(1, 2, 300, 16), k=(1, 2, 300, 16), v=(1, 2, 300, 8), causal=True,
+         tags=("causal",)),
 )
 STANDARD_SELF = (SelfSpec("self-long", x=(2, 70, 16), d_k=16, d_v=8, tags=("chunks",)),)
 STANDARD_SOFTMAX = ((3, 257),)
