@@ -69,6 +69,8 @@ def sdpa_values(request):
     found |= {("Ev", "=E" if Ev == E else "!=E")} | ({("Ev", ">128")} if Ev > 128 else set())
     found.add(("batch", "unbatched" if q.ndim < 4 else "rank5" if q.ndim > 4
                else "1" if q.shape[0] == 1 else ">1"))
+    if int(np.prod(q.shape[:-2])) > 65535:
+        found.add(("batch", ">65535 slices"))
     H = q.shape[-3] if q.ndim >= 3 else 1
     found |= {("heads", h) for h, ok in (("1", H == 1), (">1", H > 1), (">=16", H >= 16)) if ok}
     Hk = k.shape[-3] if k.ndim >= 3 else 1

@@ -62,7 +62,9 @@ SDPA = (
         Value("unbatched", "fewer than four axes, as torch accepts"),
         Value("1", "a batch of one"),
         Value(">1", "several items"),
-        Value("rank5", "two batch axes"))),
+        Value("rank5", "two batch axes"),
+        Value(">65535 slices", "more (batch, head) slices than a GPU grid axis holds (65535), "
+              "one token each: a large decode batch"))),
     Axis("heads", "S4", "query heads", (
         Value("1", "one head"),
         Value(">1", "several heads"),

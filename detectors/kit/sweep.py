@@ -77,6 +77,10 @@ STANDARD = (
     # inputs' format round together
     Spec("causal-past-256", q=(1, 2, 300, 16), k=(1, 2, 300, 16), v=(1, 2, 300, 8), causal=True,
          tags=("causal",)),
+    # more (batch, head) slices than a GPU grid axis holds (65535), one token each: decode of a
+    # large batch, or heads folded into the batch
+    Spec("slices-past-65535", q=(2, 32768, 1, 2), k=(2, 32768, 2, 2), v=(2, 32768, 2, 1),
+         tags=("many",)),
 )
 STANDARD_SELF = (SelfSpec("self-long", x=(2, 70, 16), d_k=16, d_v=8, tags=("chunks",)),)
 STANDARD_SOFTMAX = ((3, 257),)
