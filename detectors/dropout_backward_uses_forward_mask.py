@@ -10,6 +10,8 @@ from that output alone, with no second draw:
 with W the exact undropped weights and M read from the output's zeros. A backward that draws its
 own mask (a recompute that does not restore the random state, a kernel that regenerates the
 pattern from the wrong offset) differentiates a different sample than the loss was taken on.
+It is asked at a middling and a high rate, and at p = 1, where every weight is dropped and
+every gradient is exactly 0 (a backward that multiplies by 1/(1 − p) there makes 0 · inf = NaN).
 """
 
 import math
@@ -22,12 +24,12 @@ from detectors.kit.draw import grid
 from detectors.kit.needs import ATTENTION
 from detectors.kit.tolerance import gradient_allowance
 
-PROPERTY = "With dropout, dV = Ŵᵀ G and dQ, dK follow from the forward's own dropped weights Ŵ (the backward uses the forward's mask)."
+PROPERTY = "With dropout, dV = Ŵᵀ G and dQ, dK follow from the forward's own dropped weights Ŵ (the backward uses the forward's mask), at every rate; at p = 1 every gradient is 0."
 CLAUSES = ("S5", "S6")
 ORACLE = "gradient"
 NEEDS = ATTENTION.but(contracts=("sdpa",), keywords=("dropout_p",), torch="autograd",
                       why="dropout is an SDPA argument; the lesson contract has none")
-P = 0.5
+RATES = (0.5, 0.95)  # kept and dropped equally often; most dropped
 SHAPE = (2, 3, 8, 12)  # (N, H, L, S), E = 4
 E = 4
 
@@ -55,20 +57,33 @@ def check(subject, battery):
     precision = subject.judge.effective(subject.dtype)
     with subject.trial(call):
         plain = subject.attend(call)
-        answer = subject.attend(call, extra={"dropout_p": P}, seed=battery.seed, grad=upstream)
-        with subject.case(call.name, answer):
-            expect.same_shape(answer.out, SHAPE)
-        want = from_forward(answer.out, weights, call, upstream, P)
-        # the same gradients from the subject's own undropped weights: how far its rounding
-        # alone moves them (none at float64)
-        low = from_forward(answer.out, plain.out, call, upstream, P)
-        for name in ("value", "query", "key"):
-            got = answer.grads.get(name) if answer.grads else None
+        for p in RATES:
+            answer = subject.attend(call, extra={"dropout_p": p}, seed=battery.seed,
+                                    grad=upstream)
             with subject.case(call.name, answer):
-                expect.holds(got is not None, f"a gradient for {name}",
-                             f"no gradient reached {name}")
-            with subject.case(call.name, answer,
-                              relation="the gradient of sum(out * G) with the forward's mask"):
-                low_name = None if precision == "float64" else low[name]
-                atol = gradient_allowance(want[name], low_name, precision)
-                expect.close(got, want[name], atol, f"d{name}")
+                expect.same_shape(answer.out, SHAPE)
+            want = from_forward(answer.out, weights, call, upstream, p)
+            # the same gradients from the subject's own undropped weights: how far its rounding
+            # alone moves them (none at float64)
+            low = from_forward(answer.out, plain.out, call, upstream, p)
+            for name in ("value", "query", "key"):
+                got = reached(subject, call, answer, name)
+                with subject.case(call.name, answer, relation=f"the gradient of sum(out * G) "
+                                  f"with the forward's mask, p = {p}"):
+                    low_name = None if precision == "float64" else low[name]
+                    atol = gradient_allowance(want[name], low_name, precision)
+                    expect.close(got, want[name], atol, f"d{name}")
+        every = subject.attend(call, extra={"dropout_p": 1.0}, seed=battery.seed, grad=upstream)
+        for name in ("value", "query", "key"):
+            got = reached(subject, call, every, name)
+            with subject.case(call.name, every, relation="p = 1 drops every weight: every "
+                              "gradient is exactly 0"):
+                expect.close(got, np.zeros_like(got), 0.0, f"d{name}")
+
+
+def reached(subject, call, answer, name):
+    """The gradient of ``name`` in ``answer``; a missing one is this case's failure."""
+    got = answer.grads.get(name) if answer.grads else None
+    with subject.case(call.name, answer):
+        expect.holds(got is not None, f"a gradient for {name}", f"no gradient reached {name}")
+    return got

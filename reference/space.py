@@ -104,10 +104,8 @@ SDPA = (
     Axis("dropout_p", "S5", "the dropout probability", (
         Value("0", "no dropout"),
         Value("(0,1)", "some weights dropped"),
-        Value(">=0.9", "most weights dropped", no_gradient="the backward's mask is checked "
-              "at p = 0.5, where kept and dropped weights are equally frequent"),
-        Value("1", "every weight dropped", no_gradient="at p = 1 every gradient through the "
-              "weights is 0; no relation asks for it yet"))),
+        Value(">=0.9", "most weights dropped"),
+        Value("1", "every weight dropped"))),
     Axis("scores", "C3", "score magnitudes", (
         Value("ordinary", "scores of order 1"),
         Value("peaked", "large scores: nearly one-hot rows"),
