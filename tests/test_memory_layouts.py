@@ -2,16 +2,22 @@
 
 Every array argument — query, key, value, the mask, NumPy or torch — is sent contiguous, as a
 transposed view, as a slice at a storage offset, or expanded with stride 0 along the axes its
-values do not change on; the caller's in-place refill passes a stride-0 argument anew.
+values do not change on; the caller's in-place refill passes a stride-0 argument anew, and a
+reproduction lays its arrays out as they were sent.
 """
+
+import re
 
 import numpy as np
 import pytest
+from test_kit import run_snippet
 
 from attnzoo.sandbox.executor import InProcess
 from attnzoo.sandbox.target import Target
+from detectors.kit.battery import Battery
 from detectors.kit.calls import Request
 from detectors.kit.memory import LAYOUTS, constant_axes, laid_out_array
+from detectors.kit.subject import Subject
 from reference.lesson_numpy import LessonNumpy
 from reference.sdpa import ScaledDotProductAttention
 
@@ -103,3 +109,16 @@ def test_a_refill_passes_a_stride_0_argument_anew():
     fresh = executor.run(Request("sdpa", (-Q, k2, -V), layout="expanded"))
     assert np.array_equal(refilled.values[0], fresh.values[0])
 
+
+def test_a_reproduction_sends_its_arrays_at_the_offset_they_were_sent_at():
+    """The storage-offset bug's wrong answer comes back when its snippet is run as printed."""
+    target = Target("storage-offset-ignored", "zoo/storage_offset_ignored.py:SDPA", "sdpa",
+                    "torch")
+    s = Subject(target, InProcess(target))
+    call = next(c for c in Battery(0, depth="standard").attention
+                if c.spec.name == "inputs-at-an-offset")
+    answer = s.attend(call)
+    assert not np.allclose(answer.out, call.expected()[0])  # the bug shows on this case
+    code = s.evidence([answer]).snippet
+    assert re.search(r"laid_out\(torch\.tensor\(\w+, dtype=torch\.float64\), 'offset'\)", code)
+    assert np.array_equal(run_snippet(code, s.target, answer.out.shape), answer.out), code
