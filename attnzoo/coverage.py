@@ -21,6 +21,7 @@ from attnzoo.runner import run
 from detectors import all_detectors
 from detectors.kit.battery import Battery
 from detectors.kit.depths import DEPTHS
+from detectors.kit.memory import constant_axes
 from reference.space import BACKWARD, EXACT_INTEGERS, LARGEST_FINITE, SMALLEST_NORMAL, SPACES
 
 ROWS = {"sdpa": "reference-sdpa", "lesson": "reference-numpy"}
@@ -77,7 +78,7 @@ def sdpa_values(request):
     g = H // Hk if kw.get("enable_gqa") and Hk else 1
     found.add(("gqa", "off" if g == 1 else "mqa" if Hk == 1 else "g=2" if g == 2 else "g>=4"))
     found.add(("dtype", request.dtype))
-    found.add(("layout", "strided" if request.strided else "contiguous"))
+    found.add(("layout", _layout(request)))
     mask = kw.get("attn_mask")
     if mask is None:
         found.add(("attn_mask", "none"))
@@ -88,7 +89,7 @@ def sdpa_values(request):
             found.add(("attn_mask", "float -inf"))
         if mask.ndim == 2:
             found.add(("attn_mask", "2-D"))
-        if mask.ndim >= 3 and mask.shape[-3] > 1:
+        if mask.ndim >= 3 and (mask != mask[..., :1, :, :]).any():  # heads that differ
             found.add(("attn_mask", "per-head"))
         if _rows_empty(mask):
             found.add(("attn_mask", "empty row"))
@@ -118,6 +119,16 @@ def _limits(dtype, arrays, length):
     if any(((a > 0) & (a < SMALLEST_NORMAL[dtype])).any() for a in floats):
         found.add(("limits", "smallest normal"))
     return found
+
+
+def _layout(request):
+    """The layout the request's arrays went in: an expansion where no array has an axis to
+    expand along sends them contiguous."""
+    arrays = [a for a in list(request.args) + list(request.kwargs.values())
+              if isinstance(a, np.ndarray)]
+    if request.layout == "expanded" and not any(constant_axes(a) for a in arrays):
+        return "contiguous"
+    return request.layout
 
 
 def _asked(request):

@@ -83,7 +83,11 @@ SDPA = (
         Value("bfloat16", "bfloat16 inputs"))),
     Axis("layout", "C7", "how the arrays lie in memory", (
         Value("contiguous", "row-major, no gaps"),
-        Value("strided", "a non-contiguous view (heads transposed, as after a split)"))),
+        Value("transposed", "a non-contiguous view (heads transposed, as after a split)"),
+        Value("offset", "a slice at a nonzero storage offset (q, k, v cut from one packed "
+              "projection, a window of a wider cache)"),
+        Value("expanded", "stride 0 along axes the values do not change on (a key/value prefix "
+              "shared by the batch, a mask expanded from (1, 1, L, S))"))),
     Axis("attn_mask", "S1", "the mask argument", (
         Value("none", "no mask"),
         Value("bool", "a boolean mask"),

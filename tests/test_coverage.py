@@ -64,6 +64,26 @@ def test_a_call_repeated_at_once_or_later_is_read_off_the_sequence():
     assert coverage.sequence([a, scaled]) == [set(), set()]
 
 
+def test_the_layout_and_per_head_masks_are_read_from_the_arrays_sent():
+    """An expansion counts where an array has an axis to expand along; a mask is per-head
+    where its heads differ, whatever its shape."""
+    rng = np.random.default_rng(0)
+    q, v = rng.standard_normal((2, 2, 3, 4)), rng.standard_normal((2, 2, 5, 4))
+    shared = np.broadcast_to(rng.standard_normal((1, 1, 5, 4)), v.shape).copy()
+
+    def sent(k, layout, **kw):
+        return coverage.sdpa_values(Request("sdpa", (q, k, v), kw, layout=layout))
+
+    assert ("layout", "expanded") in sent(shared, "expanded")
+    assert ("layout", "contiguous") in sent(v, "expanded")  # nothing to expand: contiguous
+    assert ("layout", "offset") in sent(v, "offset")
+    assert ("layout", "transposed") in sent(v, "transposed")
+    heads_alike = np.broadcast_to(rng.random((2, 1, 3, 5)) < 0.5, (2, 2, 3, 5))
+    assert ("attn_mask", "per-head") not in sent(v, "contiguous", attn_mask=heads_alike)
+    heads_differ = rng.random((2, 2, 3, 5)) < 0.5
+    assert ("attn_mask", "per-head") in sent(v, "contiguous", attn_mask=heads_differ)
+
+
 def test_every_value_the_classifiers_name_is_in_the_space():
     """A value read off a call that the space does not list would be counted nowhere."""
     values = {c: {(a.name, v.name) for a in axes for v in a.values} for c, axes in SPACES.items()}

@@ -14,6 +14,7 @@ from attnzoo.runner import run
 from detectors import by_name
 from detectors.kit import sweep
 from detectors.kit.battery import Battery
+from detectors.kit.memory import LAYOUTS, constant_axes
 from detectors.kit.specs import ATTENTION
 
 QUICK, STANDARD, DEEP = (Battery(0, depth=d) for d in ("quick", "standard", "deep"))
@@ -54,8 +55,9 @@ def test_deep_sweep_pairs_every_two_values_of_the_space():
                 for y in sweep.FACTORS[b]:
                     pair = {a: x, b: y}
                     forbidden = (pair.get("gqa", "off") != "off" and pair.get("lead") in
-                                 ("2-D", "3-D")) or (pair.get("lead") == "2-D" and
-                                                     pair.get("mask", "").endswith("padding"))
+                                 ("2-D", "3-D")) or (pair.get("lead") == "2-D" and (
+                                     pair.get("mask", "").endswith("padding")
+                                     or pair.get("layout") == "expanded"))
                     assert forbidden or (x, y) in met, f"{a}={x} never meets {b}={y}"
 
 
@@ -74,10 +76,21 @@ def test_deep_sweep_reaches_every_value_of_every_axis():
     assert {2, 3, 4, 5} <= {c.q.ndim for c in calls}
     assert any(c.q.shape[-2] == 1 and c.k.shape[-2] >= 1023 for c in calls)  # a long cache
     assert any(c.q.shape[-2] > c.k.shape[-2] for c in calls)  # more queries than keys
-    assert any(c.spec.strided for c in calls)
+    assert {c.spec.layout for c in calls} == set(LAYOUTS)
     for battery in (STANDARD, DEEP):  # E == Ev, which fused kernels require, at every tier
         assert any(c.q.shape[-1] == c.v.shape[-1] for c in battery.attention)
     assert all(int(np.prod(c.q.shape[:-1])) * c.k.shape[-2] <= sweep.MAX_SCORES for c in calls)
+
+
+def test_every_layout_is_sent_by_standard_and_an_expansion_has_an_axis_to_expand():
+    """An "expanded" case shares keys and values (and its mask) along a leading axis, so the
+    layout really sends them with stride 0; the standard tier already sends every layout."""
+    assert {c.spec.layout for c in _sdpa(STANDARD)} == set(LAYOUTS)
+    for call in STANDARD.attention + DEEP.attention:
+        if call.spec.layout == "expanded":
+            arrays = [a for a in (call.k, call.v, call.mask, call.bias) if a is not None]
+            leading = [a for a in arrays if max(a.shape[:-2], default=1) > 1]
+            assert leading and all(constant_axes(a) for a in leading), call.name
 
 
 def test_masks_of_every_rank_including_per_head_under_4d_queries():

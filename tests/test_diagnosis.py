@@ -8,6 +8,7 @@ hand-made outcomes, where the evidence is made to support a feature or not.
 
 import json
 
+import numpy as np
 import pytest
 
 from attnzoo.check import run_check
@@ -127,6 +128,15 @@ def test_features_come_from_the_spec_and_the_arrays_not_the_name():
     assert of(renamed) == of(by["gqa-masked"])
     all_masked = by["heads-shared-mask"].with_(mask=by["heads-shared-mask"].mask & False)
     assert "no_allowed_key" in of(all_masked)
+    standard = {c.name: c for c in Battery(0, depth="standard").attention}
+    assert {"offset_inputs", "strided"} <= of(standard["inputs-at-an-offset"])
+    shared = standard["shared-prefix-expanded"]
+    assert {"expanded_inputs", "strided"} <= of(shared) and "offset_inputs" not in of(shared)
+    rng = np.random.default_rng(0)  # a derived call with nothing shared: nothing expanded
+    unshared = shared.with_(k=rng.standard_normal(shared.k.shape),
+                            v=rng.standard_normal(shared.v.shape),
+                            mask=rng.random(shared.mask.shape) < 0.7)
+    assert "expanded_inputs" not in of(unshared) and "strided" in of(unshared)
 
 
 def _finding(detector, failed, passed, complete=True):

@@ -11,10 +11,9 @@ import torch
 from test_detectors import subject
 
 from attnzoo.runner import run
-from attnzoo.sandbox.upstream import laid_out
 from detectors import by_name
 from detectors.kit.battery import Battery
-from detectors.kit.calls import GRAD_LAYOUTS
+from detectors.kit.memory import LAYOUTS, laid_out
 from reference.sdpa import ScaledDotProductAttention, scaled_dot_product_attention
 from zoo import mask_gradient_lost_without_qkv_grad as mask_lost
 from zoo import mask_gradient_not_summed_over_broadcast as not_summed
@@ -66,7 +65,7 @@ def _float_mask_call(battery):
     return next(c for c in battery.calls("sdpa") if c.spec.name == "float-mask")  # (L, S) mask
 
 
-@pytest.mark.parametrize("layout", GRAD_LAYOUTS)
+@pytest.mark.parametrize("layout", LAYOUTS)
 def test_the_backward_is_handed_the_layout_asked_for(layout, battery):
     call = _float_mask_call(battery)
     g = np.broadcast_to(np.arange(7.0), (2, 3, 4, 7)).copy()  # constant over queries

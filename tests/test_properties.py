@@ -169,10 +169,10 @@ def test_the_worker_refills_kept_tensors_and_writes_into_kept_answers():
     try:
         rng = np.random.default_rng(0)
         a, b = rng.standard_normal((2, 1, 2, 3, 4))
-        first = executor.run(Request("sdpa", (a, a, a), keep=True, strided=True))
+        first = executor.run(Request("sdpa", (a, a, a), keep=True, layout="transposed"))
         refilled = executor.run(Request("sdpa", (b, b, b), refill=first.kept,
                                         overwrite=first.kept))
-        fresh = executor.run(Request("sdpa", (b, b, b), strided=True))
+        fresh = executor.run(Request("sdpa", (b, b, b), layout="transposed"))
         assert np.array_equal(refilled.values[0], fresh.values[0])
         written, _ = executor.reread(first.kept)
         assert np.isnan(written[0]).all()

@@ -2,7 +2,7 @@
 
 Each row is (name, the phrase the diagnosis prints, a test of the call and alignment). The tests
 read the declarative fields of ``detectors.kit.specs.Spec`` (``gqa``, ``causal``, ``bias``,
-``strided``, ``unbatched``, ``tags``, the shapes) and the arrays actually sent, so a call a
+``layout``, ``unbatched``, ``tags``, the shapes) and the arrays actually sent, so a call a
 detector derived from a case (every key masked, say) is described by what it is. A second table
 reads the request: its dtype, dropout and gradients. The order of the rows breaks ties: more
 specific features first.
@@ -12,10 +12,16 @@ import numpy as np
 
 from detectors.kit.allowed import empty_rows
 from detectors.kit.battery import Call
+from detectors.kit.memory import constant_axes
 
 
 def _mask(c):
     return c.mask if c.mask is not None else c.bias
+
+
+def _expanded(c):
+    arrays = (c.q, c.k, c.v, _mask(c))
+    return c.spec.layout == "expanded" and any(constant_axes(a) for a in arrays if a is not None)
 
 
 def _per_head(c):
@@ -45,7 +51,11 @@ SPEC = (  # (name, phrase, test(call, alignment)) for attention calls
     ("unbatched", "unbatched inputs (fewer than four axes)", lambda c, a: c.spec.unbatched),
     ("broadcast_kv", "keys and values broadcast over the queries' batch",
      lambda c, a: c.k.ndim < c.q.ndim),
-    ("strided", "non-contiguous inputs", lambda c, a: c.spec.strided),
+    ("offset_inputs", "inputs at a storage offset (slices of a wider buffer)",
+     lambda c, a: c.spec.layout == "offset"),
+    ("expanded_inputs", "inputs expanded with stride 0 (keys, values or a mask shared by the "
+     "batch)", lambda c, a: _expanded(c)),
+    ("strided", "non-contiguous inputs", lambda c, a: c.spec.layout != "contiguous"),
     ("large_scores", "large scores (|q·k| in the tens)",
      lambda c, a: c.spec.logits * c.spec.key_logits >= 8 and "magnitude" not in c.spec.tags),
     ("tiny_scores", "tiny scores", lambda c, a: c.spec.logits * c.spec.key_logits < 1 / 8),

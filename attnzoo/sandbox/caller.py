@@ -8,7 +8,8 @@ Two such actions are asked for by request fields, both naming a call kept with `
 * ``"refill"``: the call is made on the kept call's own argument objects, written in place
   with this request's values (the same tensors refilled, as a KV cache or a staging buffer
   is), instead of on new objects. A cache keyed by ``id()``, ``data_ptr()`` or the object
-  itself returns the old values' answer.
+  itself returns the old values' answer. An argument no caller can write in place (expanded
+  with stride 0) is passed anew, as a caller would expand it again.
 * ``"overwrite"``: before the call, the kept call's floating-point answers are filled with
   NaN, as a caller that writes into what it received (``out.add_(residual)``) would. A
   kernel that hands out a buffer it later reads, or an answer it later returns again, lets
@@ -53,14 +54,28 @@ def _kept(kept, handle, request):
 
 
 def _refilled(backend, old, new, request):
-    """``old`` with ``new``'s values written into it; ``new`` where there is nothing to refill."""
-    if not (backend.is_array(old) and backend.is_array(new)):
+    """``old`` with ``new``'s values written into it; ``new`` where there is nothing to refill
+    or ``old`` cannot be written (stride 0)."""
+    if not (backend.is_array(old) and backend.is_array(new)) or _overlaps(backend, old):
         return new
     if not (_torch_refill if _is_torch(backend) else _numpy_refill)(backend, old, new):
         raise ImplementationFailure(
             CRASHED, "an argument kept from an earlier call no longer has the shape and dtype "
             "it was given with (that call changed it)", request["call"])
     return old
+
+
+def _overlaps(backend, a):
+    """Do two elements of ``a`` share memory (an axis of stride 0)? Its shape and strides read
+    through the base classes."""
+    if _is_torch(backend):
+        B = backend.base
+        with backend.bare():
+            shape, strides = B.shape.__get__(a), B.stride(a)
+    else:
+        a = np.ndarray.view(a, np.ndarray)
+        shape, strides = a.shape, a.strides
+    return any(n > 1 and s == 0 for n, s in zip(shape, strides))
 
 
 def _is_torch(backend):

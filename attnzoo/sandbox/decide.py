@@ -14,7 +14,8 @@ import math
 import numpy as np
 
 from attnzoo.sandbox import gradcheck, wire
-from detectors.kit.calls import ARG_NAMES, GRAD_LAYOUTS, RETURNS, Result
+from detectors.kit.calls import ARG_NAMES, RETURNS, Result
+from detectors.kit.memory import LAYOUTS
 from detectors.kit.verdict import CRASHED, ImplementationFailure
 
 
@@ -43,13 +44,15 @@ def encode(request, target):
         buffers.append(np.ascontiguousarray(request.grad, dtype="<f8"))
         grad = {"array": len(buffers) - 1, "dtype": "float64",
                 "shape": list(np.shape(request.grad))}
-    if request.grad_layout not in (None,) + GRAD_LAYOUTS:
+    if request.grad_layout not in (None,) + LAYOUTS:
         raise ValueError(f"an upstream gradient laid out {request.grad_layout!r}")
+    if request.layout not in LAYOUTS:
+        raise ValueError(f"arguments laid out {request.layout!r}")
     header = {"fn": request.fn, "args": args, "kwargs": kwargs, "grad": grad,
               "grad_layout": request.grad_layout,
               "wrt": None if request.wrt is None else list(request.wrt),
               "gradcheck": bool(request.gradcheck), "seed": request.seed,
-              "strided": bool(request.strided), "keep": None, "inputs": bool(request.inputs),
+              "layout": request.layout, "keep": None, "inputs": bool(request.inputs),
               "refill": request.refill, "overwrite": request.overwrite,
               "call": request.describe()}
     # the arrays' own bytes, not copies: nothing writes to them before the answer is decided

@@ -17,8 +17,8 @@ import warnings
 import numpy as np
 
 from attnzoo.sandbox import caller, gradcheck
-from attnzoo.sandbox.upstream import laid_out
 from detectors.kit.calls import ARG_NAMES, RETURNS
+from detectors.kit.memory import laid_out, laid_out_array
 from detectors.kit.verdict import CRASHED, ImplementationFailure
 
 _ndarray_view = np.ndarray.view
@@ -172,11 +172,7 @@ class _Numpy:
     def build(self, desc, request):
         if "value" in desc:
             return desc["value"]
-        a = _numpy_input(desc)
-        if request["strided"] and a.ndim >= 2:
-            axes = (-3, -2) if a.ndim >= 3 else (-2, -1)
-            a = np.ascontiguousarray(a.swapaxes(*axes)).swapaxes(*axes)
-        return a
+        return laid_out_array(_numpy_input(desc), request["layout"])
 
     def seed(self, seed):
         np.random.seed(seed)
@@ -225,10 +221,7 @@ class _Torch:
             t = torch.from_numpy(_numpy_input(desc))
         if self.device != "cpu":  # from_numpy is on the CPU already
             t = t.to(self.device)
-        if request["strided"] and t.dim() >= 2:
-            axes = (-3, -2) if t.dim() >= 3 else (-2, -1)
-            t = t.transpose(*axes).contiguous().transpose(*axes)
-        return t
+        return laid_out(t, request["layout"])
 
     def seed(self, seed):
         self.torch.manual_seed(seed)

@@ -16,6 +16,8 @@ from detectors.kit.draw import (
     head_draw,
     mask_draw,
     per_head,
+    shared,
+    shared_draw,
     softmax_draw,
     softmax_input,
     untraced_grid,
@@ -195,13 +197,16 @@ def materialise(spec, stream, rep=0):
     v = untraced_grid(rng, spec.v)
     mask = draw_mask(spec.mask, spec.mask_shape, rng, spec.pads) if spec.mask else None
     bias = draw_bias(spec.bias, spec.mask_shape, rng) if spec.bias else None
+    if spec.shared:  # the same draws, then the first item's (and head's) repeated
+        k, v, mask, bias = (shared(a) for a in (k, v, mask, bias))
+    again = shared_draw if spec.shared else lambda a: ()
     draws = [(q, grid_draw(spec.q, spec.logits) + head_draw(spec.head_logits)),
-             (k, grid_draw(spec.k, spec.key_logits)),
-             (v, grid_draw(spec.v))]
+             (k, grid_draw(spec.k, spec.key_logits) + again(k)),
+             (v, grid_draw(spec.v) + again(v))]
     if spec.mask:
-        draws.append((mask, mask_draw(spec.mask, spec.mask_shape, spec.pads)))
+        draws.append((mask, mask_draw(spec.mask, spec.mask_shape, spec.pads) + again(mask)))
     if spec.bias:
-        draws.append((bias, bias_draw(spec.mask_shape)))
+        draws.append((bias, bias_draw(spec.mask_shape) + again(bias)))
     if not drawn:
         remember(stream, draws)
     name = spec.name if rep == 0 else f"{spec.name}#{rep}"

@@ -17,11 +17,6 @@ ARG_NAMES = {
     "sdpa": ("query", "key", "value"),
 }
 RETURNS = {"causal_mask": 1, "softmax": 1, "attention": 2, "causal_self_attention": 2, "sdpa": 1}
-# how the upstream gradient may be laid out in memory (Request.grad_layout), the values the same:
-# one block in row-major order; made as (..., L, H, Ev) and transposed back, as after merging
-# heads; expanded from a size-1 copy along every axis it is constant on (stride 0), as out.sum()
-# or a mean over queries leaves it; a slice [..., 1:] of a wider buffer (a storage offset)
-GRAD_LAYOUTS = ("contiguous", "transposed", "expanded", "offset")
 
 
 @dataclass
@@ -32,8 +27,10 @@ class Request:
     dtype: str = "float64"  # float arguments are cast to this before the call
     device: str = "cpu"
     grad: object = None  # an upstream gradient for the first output: ask for input gradients
-    # None: the gradients of sum(out * grad); one of GRAD_LAYOUTS: grad is handed to the backward
-    # itself (out.backward(grad)), laid out so
+    # None: the gradients of sum(out * grad); one of detectors.kit.memory.LAYOUTS: grad is
+    # handed to the backward itself (out.backward(grad)), laid out so (after a head merge dO
+    # arrives transposed, after out.sum() or a mean over queries expanded, after a slice at an
+    # offset)
     grad_layout: str | None = None
     # the arguments that require grad, by name (a keyword such as "attn_mask" among them);
     # None: every float positional argument
@@ -42,9 +39,8 @@ class Request:
     # seed the RNGs before the call; None leaves them as the last call left them, so calls in
     # a row without a seed draw in sequence, as a training loop's steps do
     seed: int | None = None
-    # pass arrays as non-contiguous views with the same values, laid out as (..., L, H, E) the way
-    # splitting heads with a transpose leaves them (the last two axes for 2-D arrays)
-    strided: bool = False
+    # how every array argument lies in memory, its values the same: one of LAYOUTS as well
+    layout: str = "contiguous"
     keep: bool = False  # keep the answer as returned, to be read again after later calls
     # a caller's actions on a call made with keep (its handle, Result.kept), before this call:
     refill: int | None = None  # call with that call's argument objects, refilled in place

@@ -36,6 +36,21 @@ def head_draw(logits):
     return (f"{{x}} = {{x}} * np.array({tuple(map(float, logits))!r})[:, None, None]",)
 
 
+def shared(a):
+    """``a`` with its first (…, L, S) or (…, S, E) slab repeated along every leading axis: the
+    same keys, values or mask for every item and head."""
+    return None if a is None else np.broadcast_to(a[(slice(0, 1),) * (a.ndim - 2)],
+                                                  a.shape).copy()
+
+
+def shared_draw(a):
+    """The line of :func:`shared`, after the array's own."""
+    if a is None or a.ndim <= 2:
+        return ()
+    return (f"{{x}} = np.broadcast_to({{x}}[{', '.join([':1'] * (a.ndim - 2))}], "
+            f"{a.shape}).copy()",)
+
+
 def softmax_input(shape, rng):
     """Scores with a few -inf entries, never a whole row of them."""
     x = untraced_grid(rng, shape, 2.0)

@@ -15,6 +15,7 @@ import numpy as np
 
 from detectors.kit import precision, tolerance
 from detectors.kit.battery import Call, SelfCall, SoftmaxCall
+from detectors.kit.memory import laid_out
 
 REFERENCES = {
     ("lesson", "numpy"): "reference.lesson_numpy",
@@ -148,10 +149,7 @@ def _sdpa_reference_weights(call, dtype):
     def tensor(a):
         t = torch.from_numpy(np.array(a, copy=True))
         t = t if a.dtype == bool else t.to(getattr(torch, dtype))
-        if call.spec.strided and t.dim() >= 2:  # the layout the executor sends
-            axes = (-3, -2) if t.dim() >= 3 else (-2, -1)
-            t = t.transpose(*axes).contiguous().transpose(*axes)
-        return t
+        return laid_out(t, call.spec.layout)  # the layout the executor sends
 
     q, k, v = tensor(call.q), tensor(call.k), tensor(call.v)
     if call.gqa:

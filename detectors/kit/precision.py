@@ -65,7 +65,7 @@ def formats(subject, dtype):
 def plain(spec):
     return (spec.mask is None and spec.bias is None and not spec.causal and spec.scale is None
             and not spec.gqa and spec.logits == 1.0 and spec.key_logits == 1.0
-            and not spec.strided and not spec.head_logits)
+            and spec.layout == "contiguous" and not spec.shared and not spec.head_logits)
 
 
 def plain_cases(subject, battery):

@@ -257,10 +257,13 @@ class Builder:
 def snippet(target, requests, relation=""):
     """Python that loads the target and repeats the calls with the same inputs: small arrays
     as literals, battery arrays redrawn from their seeded stream, derived ones as derivations
-    (detectors.kit.reproduce), each cast at the call to the dtype the request was sent in."""
+    (detectors.kit.reproduce), each cast at the call to the dtype the request was sent in and
+    laid out in memory as it was sent (a transposed view, a slice at an offset, an expansion)."""
     torch = target.backend == "torch"
     head = ["import numpy as np"] + (["import torch"] if torch else [])
     head += ["from attnzoo.sandbox.target import load", f"impl = load({target.locator!r})"]
+    if any(r.layout != "contiguous" for r in requests):  # the arrays as they lay in memory
+        head.insert(-1, f"from detectors.kit.memory import {_LAID_OUT[torch]}")
     built, calls, made = Builder(), [], {}  # made: a kept call's handle -> its number
     refilled = {r.refill for r in requests} - {None}
     for n, request in enumerate(requests, 1):
@@ -270,7 +273,8 @@ def snippet(target, requests, relation=""):
         parts, arrays = [], []
         for name, a in list(zip(arg_names, request.args)) + list(request.kwargs.items()):
             if isinstance(a, np.ndarray):
-                arrays.append(_cast(built.name(a, name), a, request.dtype, torch, target.device))
+                arrays.append(_laid_out(_cast(built.name(a, name), a, request.dtype, torch,
+                                              target.device), request.layout, torch))
                 var = f"a{n}[{len(arrays) - 1}]" if named else arrays[-1]
                 parts.append(var if name in arg_names else f"{name}={var}")
             else:
@@ -302,9 +306,22 @@ def _caller_actions(request, made, arrays, n, named):
         m = made[request.refill]
         lines += [f"a{n} = a{m}  # the same objects as call {m}, refilled in place",
                   f"for old, new in zip(a{n}, [{', '.join(arrays)}]):", "    old[...] = new"]
+        if request.layout == "expanded":  # a stride-0 view cannot be written: made anew
+            lines[-2:] = [f"for i, new in enumerate([{', '.join(arrays)}]):", "    try:",
+                          f"        a{n}[i][...] = new", "    except (RuntimeError, ValueError):",
+                          f"        a{n}[i] = new"]
     elif named:
         lines.append(f"a{n} = [{', '.join(arrays)}]")
     return lines
+
+
+_LAID_OUT = {True: "laid_out", False: "laid_out_array"}
+
+
+def _laid_out(expression, layout, torch):
+    """The argument in the layout the request sent it in."""
+    return expression if layout == "contiguous" else \
+        f"{_LAID_OUT[torch]}({expression}, {layout!r})"
 
 
 def _cast(var, a, dtype, torch, device):

@@ -76,7 +76,7 @@ def build(subject, call, v, dtype, **kw):
             kw["grad"] = heads_last(kw["grad"].reshape(q.shape[:-1] + v.shape[-1:]))
         q, k, v = (heads_last(a) for a in (q, k, v))
     request = Request("sdpa", (q, k, v), kwargs, dtype=dtype,
-                      device=subject.target.device, strided=call.spec.strided, **kw)
+                      device=subject.target.device, layout=call.spec.layout, **kw)
     request.case, request.crop, request.swapped = call.name, (crop and (E, Ev, q_factor)), swapped
     return request
 

@@ -7,8 +7,9 @@ either crashes or shows — except L = S in the four square causal specs (batch-
 heads-causal, causal-square, gqa-causal), whose causal mask is square. Sizes of 1 are the point
 of a few specs (a batch of one, a single head, a single key or query), where ``squeeze`` and
 friends go wrong. Some specs pass their arrays as non-contiguous views, which ``.view`` and
-friends trip over. Values lie on a grid of 1/8: exact in every float format, short to print in
-a reproduction, and still irregular enough that no two rows agree by accident.
+friends trip over (the deeper tiers add slices at a storage offset and stride-0 expansions).
+Values lie on a grid of 1/8: exact in every float format, short to print in a reproduction, and
+still irregular enough that no two rows agree by accident.
 """
 
 from dataclasses import dataclass
@@ -31,7 +32,11 @@ class Spec:
     logits: float = 1.0  # multiplies Q: large or tiny scores
     key_logits: float = 1.0  # multiplies K: with ``logits``, raw Q·Kᵀ past float16's 65504
     head_logits: tuple = ()  # multiplies Q per head (axis -3): sharp heads beside flat ones
-    strided: bool = False  # arrays arrive as non-contiguous views
+    layout: str = "contiguous"  # how the arrays lie in memory (detectors.kit.memory.LAYOUTS)
+    # K, V and the mask the same along every leading axis (batch, heads): one prefix cache
+    # shared by a batch, one key/value head for all, a mask built (1, 1, L, S) and expanded,
+    # what the "expanded" layout sends with stride 0
+    shared: bool = False
     unbatched: bool = False  # SDPA is sent fewer than (N, H, L, E) axes, as torch accepts
     pads: tuple | None = None  # masked prefixes of a "left-padding" mask (LEFT_PADS if None)
     tags: tuple = ()
@@ -64,7 +69,7 @@ ATTENTION = (
     Spec("decode", q=(2, 1, 4), k=(2, 7, 4), v=(2, 7, 3), tags=("decode",)),
     Spec("batch", q=(2, 4, 3), k=(2, 5, 3), v=(2, 5, 6)),
     Spec("batch-shared-mask", q=(3, 5, 4), k=(3, 6, 4), v=(3, 6, 2), mask="random",
-         mask_shape=(5, 6), strided=True),
+         mask_shape=(5, 6), layout="transposed"),
     Spec("batch-of-one", q=(1, 3, 5), k=(1, 4, 5), v=(1, 4, 2), mask="random",
          mask_shape=(1, 3, 4)),
     Spec("batch-key-padding", q=(2, 3, 5), k=(2, 7, 5), v=(2, 7, 4), mask="key-padding",
@@ -83,7 +88,7 @@ ATTENTION = (
     Spec("heads-key-padding", q=(3, 2, 5, 4), k=(3, 2, 6, 4), v=(3, 2, 6, 7),
          mask="key-padding", mask_shape=(3, 1, 1, 6)),
     Spec("heads-per-head-mask", q=(2, 4, 3, 5), k=(2, 4, 6, 5), v=(2, 4, 6, 7), mask="random",
-         mask_shape=(2, 4, 3, 6), strided=True),
+         mask_shape=(2, 4, 3, 6), layout="transposed"),
     Spec("heads-of-one", q=(2, 1, 4, 3), k=(2, 1, 5, 3), v=(2, 1, 5, 6), mask="random",
          mask_shape=(2, 1, 4, 5)),
     Spec("heads-shared-mask", q=(2, 3, 4, 6), k=(2, 3, 5, 6), v=(2, 3, 5, 7), mask="random",
@@ -105,7 +110,7 @@ ATTENTION = (
     Spec("causal-square", q=(2, 3, 5, 4), k=(2, 3, 5, 4), v=(2, 3, 5, 6), causal=True,
          tags=("causal",)),
     Spec("causal-wide", q=(2, 3, 4, 5), k=(2, 3, 7, 5), v=(2, 3, 7, 6), causal=True,
-         strided=True, tags=("causal", "rectangular")),
+         layout="transposed", tags=("causal", "rectangular")),
     Spec("causal-tall", q=(2, 3, 6, 5), k=(2, 3, 4, 5), v=(2, 3, 4, 7), causal=True,
          tags=("causal", "rectangular")),
     Spec("causal-decode", q=(2, 3, 1, 4), k=(2, 3, 6, 4), v=(2, 3, 6, 5), causal=True,
@@ -116,7 +121,7 @@ ATTENTION = (
     Spec("scale-zero", q=(2, 3, 4, 5), k=(2, 3, 6, 5), v=(2, 3, 6, 7), scale=0.0),
     Spec("gqa", q=(2, 6, 4, 5), k=(2, 3, 7, 5), v=(2, 3, 7, 8), gqa=True, tags=("gqa",)),
     Spec("gqa-masked", q=(3, 4, 5, 2), k=(3, 1, 6, 2), v=(3, 1, 6, 7), gqa=True,
-         mask="random", mask_shape=(3, 1, 5, 6), strided=True, tags=("gqa",)),
+         mask="random", mask_shape=(3, 1, 5, 6), layout="transposed", tags=("gqa",)),
     Spec("gqa-rank5", q=(2, 3, 8, 5, 6), k=(2, 3, 4, 7, 6), v=(2, 3, 4, 7, 9), gqa=True,
          tags=("gqa",)),
     Spec("gqa-causal", q=(2, 6, 5, 3), k=(2, 2, 5, 3), v=(2, 2, 5, 4), gqa=True, causal=True,

@@ -187,7 +187,7 @@ class Subject(Offers, Trials):
         if self.contract == "lesson":
             args = (call.q, call.k, call.v) + (() if call.mask is None else (self.keep_mask(call),))
             request = Request("attention", args, dtype=dtype, device=self.target.device,
-                              strided=call.spec.strided, **kw)
+                              layout=call.spec.layout, **kw)
         else:
             request = sdpa_request.build(self, call, call.v, dtype, **kw)
         self._note(call, request)

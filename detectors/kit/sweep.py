@@ -4,11 +4,12 @@
 a few realistic cases per feature: a key axis past one and two tiles of 64 and 128, queries
 crossing a chunk boundary, a masked prefix of whole tiles, head dims past 128, groups of 8
 query heads, a (H, L, S) mask under 4-D queries, a 513-key decode cache, unbatched 2-D and 3-D
-calls, float16 magnitudes (raw |q·k| past 65504, scaled scores moderate), and heads of
-different sharpness in one call. ``deep`` is a pairwise covering array over the values of
-``reference.space``'s axes, in the spirit of FlashAttention's and PyTorch's own SDPA tests:
-every pair of values of any two axes meets in some case, each case draws its concrete sizes
-from a fixed seed (the same cases for every battery seed), and no case exceeds
+calls, float16 magnitudes (raw |q·k| past 65504, scaled scores moderate), heads of
+different sharpness in one call, inputs sliced at a storage offset, and keys, values and a mask
+shared by the batch and sent expanded with stride 0. ``deep`` is a pairwise covering array over
+the values of ``reference.space``'s axes, in the spirit of FlashAttention's and PyTorch's own
+SDPA tests: every pair of values of any two axes meets in some case, each case draws its
+concrete sizes from a fixed seed (the same cases for every battery seed), and no case exceeds
 :data:`MAX_SCORES` scores.
 """
 
@@ -17,6 +18,7 @@ import math
 
 import numpy as np
 
+from detectors.kit.memory import LAYOUTS  # an "expanded" case shares K, V and its mask
 from detectors.kit.specs import SelfSpec, Spec
 
 HALF = 64.0  # q and k entries ~ N(0, 64²): raw q·k past float16's largest finite 65504
@@ -35,7 +37,7 @@ def _half_scale(E):
 
 STANDARD = (
     Spec("tiles-past-one", q=(2, 3, 70, 32), k=(2, 3, 129, 32), v=(2, 3, 129, 24),
-         strided=True, tags=("tiles",)),
+         layout="transposed", tags=("tiles",)),
     Spec("tiles-equal-dims", q=(1, 2, 65, 64), k=(1, 2, 257, 64), v=(1, 2, 257, 64),
          mask="random", mask_shape=(1, 2, 65, 257), tags=("tiles",)),
     Spec("chunks-causal", q=(1, 2, 130, 16), k=(1, 2, 130, 16), v=(1, 2, 130, 16), causal=True,
@@ -81,6 +83,13 @@ STANDARD = (
     # large batch, or heads folded into the batch
     Spec("slices-past-65535", q=(2, 32768, 1, 2), k=(2, 32768, 2, 2), v=(2, 32768, 2, 1),
          tags=("many",)),
+    # memory layouts beside the quick tier's transposed views: every argument a slice [..., 1:]
+    # of a wider buffer (as q, k and v cut from one packed projection start at an offset), and
+    # one key/value prefix with an HF-style mask built (1, 1, L, S), expanded to the batch
+    Spec("inputs-at-an-offset", q=(2, 3, 11, 16), k=(2, 3, 37, 16), v=(2, 3, 37, 8),
+         mask="random", mask_shape=(2, 1, 11, 37), layout="offset"),
+    Spec("shared-prefix-expanded", q=(3, 2, 9, 16), k=(3, 2, 41, 16), v=(3, 2, 41, 12),
+         mask="random", mask_shape=(3, 2, 9, 41), layout="expanded", shared=True),
 )
 STANDARD_SELF = (SelfSpec("self-long", x=(2, 70, 16), d_k=16, d_v=8, tags=("chunks",)),)
 STANDARD_SOFTMAX = ((3, 257),)
@@ -107,11 +116,11 @@ MASKS = ("none", "row", "matrix", "per-head", "per-item", "key-padding", "left-p
          "empty-rows", "causal", "bias")
 SCORES = {  # (Q's factor, K's factor): scores of order 1, peaked, flat, raw q·k past 65504
     "ordinary": (1.0, 1.0), "peaked": (4.0, 1.0), "flat": (1 / 64, 1.0), "past float16": (HALF, HALF)}
-LAYOUTS = ("contiguous", "strided")
 FACTORS = {"L": tuple(LENGTHS), "S": tuple(LENGTHS), "E": tuple(HEAD_DIMS), "Ev": VALUE_DIMS,
            "lead": LEADS, "gqa": tuple(GROUPS), "mask": MASKS, "scores": tuple(SCORES),
            "layout": LAYOUTS}
-# grouped heads need a heads axis; a key-padding mask needs a batch axis
+# grouped heads need a heads axis; a key-padding mask needs a batch axis; an expansion needs a
+# leading axis to share along
 CONSTRAINTS = (
     {"operator": "or", "conditions": [{"operator": "eq", "left": "gqa", "value": "off"},
                                        {"operator": "in", "left": "lead",
@@ -120,6 +129,8 @@ CONSTRAINTS = (
                                        {"operator": "not", "condition": {
                                            "operator": "in", "left": "mask",
                                            "values": ["key-padding", "left-padding"]}}]},
+    {"operator": "or", "conditions": [{"operator": "ne", "left": "lead", "value": "2-D"},
+                                       {"operator": "ne", "left": "layout", "value": "expanded"}]},
 )
 
 
@@ -131,7 +142,7 @@ def covering():
     return make(FACTORS, strength=2, constraints=list(CONSTRAINTS), salt="attnzoo")
 
 
-def _deep_case(i, L, S, E, Ev, group, lead, mask, scores, strided, batch=None):
+def _deep_case(i, L, S, E, Ev, group, lead, mask, scores, layout, batch=None):
     causal = mask == "causal"
     if causal and i % 2:
         S = L  # square causal as often as rectangular
@@ -167,7 +178,8 @@ def _deep_case(i, L, S, E, Ev, group, lead, mask, scores, strided, batch=None):
     name = f"deep-{i:02d}-L{L}-S{S}-E{E}-Ev{Ev}" + (f"-g{group}" if gqa else "")
     return Spec(
         name, q=lead_q + (L, E), k=lead_kv + (S, E), v=lead_kv + (S, Ev), mask=kind,
-        mask_shape=m_shape, bias=bias, causal=causal, gqa=gqa, strided=strided,
+        mask_shape=m_shape, bias=bias, causal=causal, gqa=gqa, layout=layout,
+        shared=layout == "expanded",
         logits=q_factor, key_logits=k_factor, scale=_half_scale(E) if half else None,
         unbatched=rank < 4,
         tags=tuple(t for t, on in (("causal", causal), ("gqa", gqa), ("magnitude", half),
@@ -184,7 +196,7 @@ def _concrete(i, row):
     widths = [w for ws in HEAD_DIMS.values() for w in ws if w != E]
     Ev = E if row["Ev"] == "=E" else pick(widths)
     return _deep_case(i, L, S, E, Ev, pick(GROUPS[row["gqa"]]), row["lead"], row["mask"],
-                      row["scores"], row["layout"] == "strided")
+                      row["scores"], row["layout"])
 
 
 @functools.lru_cache(maxsize=1)
@@ -193,8 +205,9 @@ def deep():
     specs = [_concrete(i, row) for i, row in enumerate(covering())]
     n = len(specs)
     specs.append(_deep_case(n, 1, 1023, 128, 128, 8, "4-D items", "key-padding", "ordinary",
-                            False, batch=2))
-    specs.append(_deep_case(n + 1, 1024, 17, 64, 64, 1, "4-D one item", "none", "ordinary", True))
+                            "contiguous", batch=2))
+    specs.append(_deep_case(n + 1, 1024, 17, 64, 64, 1, "4-D one item", "none", "ordinary",
+                            "transposed"))
     return tuple(specs)
 
 
