@@ -530,7 +530,7 @@ WRONG = [
           "f(x) after reseeding", "f(query", "sdpa", "a reseed to the same value repeats the call"),
     Wrong("dropout_backward_uses_forward_mask", DropoutRedrawnInBackward, "killed",
           "expected dquery[", "f(query", "sdpa",
-          "the gradient of sum(out * G) with the forward's mask"),
+          "the gradient of sum(out * G) with the forward's mask, p = 0.5"),
     Wrong("answers_stay_as_returned", SoftmaxIntoBuffer, "killed",
           "returned weights[0, 0, 0, 0, 0] = 0.498718, later weights[0, 0, 0, 0, 0] = 1, ",
           "attention(Q ",
