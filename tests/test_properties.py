@@ -15,8 +15,9 @@ from attnzoo.sandbox.executor import InProcess
 from attnzoo.sandbox.isolated import Isolated
 from attnzoo.sandbox.target import Target
 from detectors import by_name
-from detectors.kit.battery import Battery
+from detectors.kit.battery import Battery, materialise
 from detectors.kit.calls import Request
+from detectors.kit.specs import Spec
 from detectors.kit.subject import Subject
 from detectors.kit.verdict import ImplementationFailure
 from reference.sdpa import scaled_dot_product_attention
@@ -268,13 +269,16 @@ def test_the_tiled_floor_is_torchs_cpu_flash_backward_bit_for_bit(dtype, queries
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_torch_sdpa_holds_with_16_query_heads_per_key_head_at_deep(seed):
-    """deep-19 (16 query heads per key head, 129 queries) at float16: torch's CPU flash
-    backward accumulates dV in float16 tile by tile, 80 roundings, which a reference that sums
-    once does not see; the tiled floor is what keeps torch itself clean there."""
+    """16 query heads per key head, 129 queries, at float16: torch's CPU flash backward
+    accumulates dV in float16 tile by tile, 80 roundings, which a reference that sums once does
+    not see; the tiled floor is what keeps torch itself clean there. The case is the one the
+    deep tier drew when the floor was made, drawn from the same stream."""
     lpg = by_name()["low_precision_gradients"]
-    deep = Battery(seed, depth="deep")
-    deep.attention[:] = [c for c in deep.attention if c.name.endswith("-L129-S17-E111-Ev111-g16")]
-    assert len(deep.attention) == 1
+    spec = Spec("gqa-16-at-float16-magnitudes", q=(2, 32, 129, 111), k=(2, 2, 17, 111),
+                v=(2, 2, 17, 111), mask="key-padding", mask_shape=(2, 1, 1, 17), gqa=True,
+                logits=64.0, key_logits=64.0, scale=2.0 ** -15, tags=("gqa", "magnitude"))
+    deep = Battery(seed, depth="quick")
+    deep.attention[:] = [materialise(spec, [seed, 0, 2019])]
     finding = run(lpg, matrix.subject_for(_row("builtin-sdpa-sdpa")), deep)
     assert finding.verdict == "survived", finding.message
 
