@@ -4,6 +4,7 @@ The JSON form is documented in docs/check-json.md; its ``schema`` field changes 
 changes meaning, never silently.
 """
 
+from attnzoo.inert import inert
 from attnzoo.vocabulary import VERDICTS
 from detectors.kit.capabilities import layout, limits
 from detectors.kit.verdict import (
@@ -84,7 +85,7 @@ def text(section, detectors, verbose=False):
         lines.append(f"  declared layout: {LAYOUT_WORDS[t['layout']]}: the harness transposes "
                      "query, key and value in and the answer out (the mask stays (N, H, L, S))")
     if t.get("refuses"):
-        lines.append(f"  refusals it names: {'; '.join(repr(r) for r in t['refuses'])}")
+        lines.append("  refusals it names: " + "; ".join(f"'{inert(r)}'" for r in t["refuses"]))
     lines += diagnosis_lines(section.get("diagnosis") or [])
     width = max((len(f.detector) for f in section["findings"]), default=0)
     for f in section["findings"]:

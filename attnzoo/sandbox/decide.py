@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from attnzoo.inert import inert
 from attnzoo.sandbox import gradcheck, wire
 from detectors.kit.calls import ARG_NAMES, GRAD_LAYOUTS, RETURNS, Result
 from detectors.kit.verdict import CRASHED, ImplementationFailure
@@ -82,7 +83,7 @@ def decide(reply, buffers, sent, sent_buffers, request, target):
     except (wire.Malformed, KeyError, TypeError, ValueError, AttributeError, IndexError,
             OverflowError, RecursionError) as e:
         raise ImplementationFailure(
-            CRASHED, f"sent a reply attnzoo cannot read ({type(e).__name__}: {e})",
+            CRASHED, inert(f"sent a reply attnzoo cannot read ({type(e).__name__}: {e})"),
             request.describe()) from None
 
 
@@ -171,7 +172,7 @@ def reread(reply, buffers, handle, target):
             CRASHED, f"a kept answer now holds {e.name}, not numbers", "re-reading") from None
     except (wire.Malformed, KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
         raise ImplementationFailure(
-            CRASHED, f"sent a reply attnzoo cannot read ({type(e).__name__}: {e})",
+            CRASHED, inert(f"sent a reply attnzoo cannot read ({type(e).__name__}: {e})"),
             "re-reading a kept answer") from None
     return (tuple(_as_answer(a, name, target.backend) for a, name in arrays),
             tuple(name for _, name in arrays))

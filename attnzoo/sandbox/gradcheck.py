@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 
+from attnzoo.inert import inert
 from attnzoo.sandbox import wire
 from detectors.kit.verdict import CRASHED, ImplementationFailure
 
@@ -158,7 +159,7 @@ def _decide(data, buffers, sent_shapes, call):
             raise wire.Malformed(f"a gradcheck reply that stops before its {PHASES[k]} phase")
         p = phases[k]
         if "raised" in p:
-            raise ImplementationFailure(CRASHED, str(p["raised"])[:2000], call)
+            raise ImplementationFailure(CRASHED, inert(str(p["raised"])[:2000]), call)
         return p["data"]
 
     fwd = phase(0)

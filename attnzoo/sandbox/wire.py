@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from attnzoo.inert import inert
 from reference import FLOAT_DTYPES
 
 PREFIX = struct.Struct(">IQ")
@@ -142,7 +143,7 @@ class NotNumbers(Exception):
 
     def __init__(self, name):
         super().__init__(name)
-        self.name = name if len(name) <= 40 else name[:40] + "…"
+        self.name = inert(name if len(name) <= 40 else name[:40] + "…")
 
 
 def to_target(a, name, backend):
