@@ -51,7 +51,7 @@ def grade(suite, backend="numpy", jobs=2, test_seconds=runner.TEST_SECONDS, prog
     tests = {t: f for t, f in collected.items() if f}
     if not tests:
         raise runner.SuiteError(
-            f"{suite.path}: no test uses the `attention` or `sdpa` fixture"
+            f"{inert(suite.path)}: no test uses the `attention` or `sdpa` fixture"
             + (f" ({len(collected)} tests collected)" if collected else "")
             + ": take the implementation under test as a fixture argument")
     contracts = sorted({"sdpa" if "sdpa" in f else "lesson" for f in tests.values()})

@@ -100,8 +100,8 @@ def collect(suite):
             _reap(proc)
         except subprocess.TimeoutExpired:
             _kill(proc)
-            raise SuiteError(f"{suite.path}: collecting its tests took over {START_SECONDS:g} s: "
-                             "does a module hang on import?") from None
+            raise SuiteError(f"{inert(suite.path)}: collecting its tests took over "
+                             f"{START_SECONDS:g} s: does a module hang on import?") from None
         events = _read(spec["record"])
     errors = [e for e in events if e.get("event") == "collect-error"]
     if errors:
@@ -111,8 +111,8 @@ def collect(suite):
     tests = {e["test"]: _fixtures(e.get("fixtures")) for e in events
              if e.get("event") == "collected" and isinstance(e.get("test"), str)}
     if code not in (0, 5) and not tests:
-        raise SuiteError(f"{suite.path}: pytest stopped while collecting (exit code {code}): "
-                         f"{_last_line(output)}")
+        raise SuiteError(f"{inert(suite.path)}: pytest stopped while collecting (exit code "
+                         f"{code}): {_last_line(output)}")
     return tests
 
 
