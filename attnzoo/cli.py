@@ -3,7 +3,8 @@
 Parsing and dispatch only: each command's work lives in its room (``check``, ``catalogue``,
 ``show``, ``matrix``, ``gpu``, ``scaffold``, ``devtools``). Exit codes: 0 nothing flagged, 1 a
 detector flagged the target, 2 bad input or usage, 3 a detector itself failed (a bug in
-attnzoo, never counted as a verdict on the target).
+attnzoo, never counted as a verdict on the target). A verdict's code survives a closed stdout
+or stderr and a reader that leaves early (``attnzoo.streams``).
 """
 
 import argparse
@@ -14,6 +15,7 @@ import sys
 from attnzoo import options
 from attnzoo.options import BadInput, Options
 from attnzoo.sandbox import hygiene
+from attnzoo.streams import deliver, reader_gone, say, standard_streams
 from detectors.kit.depths import DEPTHS
 from reference import FLOAT_DTYPES
 
@@ -32,6 +34,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def main(argv=None):
+    standard_streams()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -41,12 +44,12 @@ def main(argv=None):
         with hygiene.handlers_kept():
             return args.run(args)
     except BadInput as e:
-        print(f"attnzoo: error: {e}", file=sys.stderr)
+        say(f"attnzoo: error: {e}")
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `attnzoo show x | head`: the reader has gone, and that is fine
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except BrokenPipeError:  # `attnzoo list | head`: the reader has gone, and that is fine
+        reader_gone()
         return 0
     except Exception:  # a fault of attnzoo itself (the target's faults are verdicts or exit 2)
         import traceback
@@ -203,18 +206,18 @@ def cmd_check(args):
         unrun |= set(detectors)  # whole implementations the deadline left unloaded
     unrun = sorted(unrun)
     if document["summary"]["not_run"] and code == EXIT_USAGE:
-        print(f"attnzoo: error: the --deadline of {args.deadline:g} s passed before "
-              f"{document['summary']['not_run']} detector runs ({', '.join(unrun)}): the report "
-              "is partial; raise --deadline or choose detectors with --only", file=sys.stderr)
+        say(f"attnzoo: error: the --deadline of {args.deadline:g} s passed before "
+            f"{document['summary']['not_run']} detector runs ({', '.join(unrun)}): the report "
+            "is partial; raise --deadline or choose detectors with --only")
     if args.json:
-        print(json.dumps(document, indent=1, ensure_ascii=False))
+        out = json.dumps(document, indent=1, ensure_ascii=False)
     else:
-        print("\n\n".join(text(s, detectors, args.verbose) for s in sections))
+        out = "\n\n".join(text(s, detectors, args.verbose) for s in sections)
         if args.expect is not None:
             lines = document["expectations"]["lines"]
-            print(f"expectations from {args.expect}:")
-            print("\n".join("  " + ln for ln in lines) or "  none of them applies here")
-    return code
+            out += f"\nexpectations from {args.expect}:\n" + (
+                "\n".join("  " + ln for ln in lines) or "  none of them applies here")
+    return deliver(out, code)
 
 
 def cmd_grade(args):
@@ -248,8 +251,7 @@ def cmd_show(args):
     check_device(args.device)
     depth = getattr(entry.meta, "depth", "quick") if args.depth == "entry" else args.depth
     text, failing = show(entry, args.seed, args.device, args.dtype, depth)
-    print(text)
-    return 1 if failing else 0
+    return deliver(text, 1 if failing else 0)
 
 
 def processors():

@@ -354,6 +354,80 @@ def test_deadline_with_flags_is_a_verdict():
 # -- exit codes -----------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("description", [
+    {"kind": "zoo", "id": "x", "implementations": ["NUMPY"]},
+    {"kind": "zoo", "id": "x", "implementations": {"cuda": "CUDA"}},
+    {"kind": "zoo", "id": "x", "implementations": {"numpy": "os"}},
+    {"kind": "zoo", "id": ["x"], "implementations": {"numpy": "NUMPY"}},
+    {"kind": "zoo"},
+    {"kind": "everything"},
+    ["lesson"],
+], ids=["list", "unknown-backend", "other-attribute", "id-not-text", "bare", "kind", "not-dict"])
+def test_a_worker_that_misdescribes_its_module_is_a_bad_target(description):
+    p = attnzoo("check", f"{TARGETS}/misdescribes.py", *only("known_answers"),
+                env=env(ATTNZOO_TEST_DESCRIPTION=json.dumps(description)))
+    assert "the worker sent no usable description: fix the module" in one_error_line(p)
+
+
+def test_under_the_plugin_a_misdescribed_module_is_a_usage_error(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=",
+                        f"--rootdir={tmp_path}", "--attnzoo-only", "known_answers",
+                        "--attnzoo-target", str(REPO / TARGETS / "misdescribes.py")],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                       env=env(ATTNZOO_TEST_DESCRIPTION='{"kind": "zoo"}'))
+    assert p.returncode == pytest.ExitCode.USAGE_ERROR, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "INTERNALERROR" not in p.stdout + p.stderr and "Traceback" not in p.stderr
+    assert "the worker sent no usable description" in p.stderr
+
+
+def shell(line):
+    """The exit status bash reports for ``line``, with "$0" the attnzoo console script."""
+    done = subprocess.run(["bash", "-c", line, ATTNZOO], cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return [int(code) for code in done.stdout.split()]
+
+
+# five detectors: a document of more than 64 KiB, the pipe's capacity, so head makes it wait
+FLAGGED = ('"$0" check zoo/mask_fill_zero.py --depth quick --no-shrink --json' + "".join(
+    f" --only {d}" for d in ("known_answers", "causality", "matches_loop_oracle",
+                             "weights_are_distributions", "output_is_weighted_values")))
+
+
+@pytest.mark.parametrize("reader", ["head -c 10", "true"])
+def test_a_reader_that_leaves_early_keeps_the_verdicts_exit_code(reader):
+    assert shell(f'{FLAGGED} 2>/dev/null | {reader} >/dev/null; echo "${{PIPESTATUS[0]}}"') == [1]
+
+
+def test_a_closed_stderr_or_stdout_is_no_fault():
+    clean = '"$0" check reference/lesson_numpy.py --depth quick --only known_answers'
+    bad = '"$0" check no/such/file.py'
+    assert shell(f"{FLAGGED} 2>&- >/dev/null; echo $?; {FLAGGED} >&- 2>&-; echo $?; "
+                 f"{clean} 2>&- >/dev/null; echo $?; {bad} 2>&-; echo $?") == [1, 1, 0, 2]
+
+
+@pytest.fixture
+def fifo(tmp_path):
+    path = tmp_path / "expect.toml"
+    os.mkfifo(path)
+    return path
+
+
+@pytest.mark.parametrize("expect, words", [
+    ("/dev/zero", ["/dev/zero is not a regular file"]),
+    ("{fifo}", ["expect.toml is not a regular file"]),
+    ("{big}", ["big.toml is over 1024 KiB"]),
+    ("{tmp}", ["is not a regular file"]),
+], ids=["dev-zero", "fifo", "too-big", "folder"])
+def test_an_expectations_file_is_a_regular_file_of_bounded_size(fifo, tmp_path, expect, words):
+    big = tmp_path / "big.toml"
+    big.write_text("# " + "x" * (1 << 20) + "\n")
+    expect = expect.format(fifo=fifo, big=big, tmp=tmp_path)
+    line = one_error_line(attnzoo("check", "reference/lesson_numpy.py", "--expect", expect,
+                                  timeout=60))
+    assert all(w in line for w in words), line
+
+
 def test_closed_socket_is_the_targets_fault():
     p, doc = check(f"{TARGETS}/closes_socket.py", *only("known_answers"), timeout=60)
     assert p.returncode in (1, 2)
