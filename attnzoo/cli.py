@@ -3,8 +3,9 @@
 Parsing and dispatch only: each command's work lives in its room (``check``, ``catalogue``,
 ``show``, ``matrix``, ``gpu``, ``scaffold``, ``devtools``). Exit codes: 0 nothing flagged, 1 a
 detector flagged the target, 2 bad input or usage, 3 a detector itself failed (a bug in
-attnzoo, never counted as a verdict on the target). A verdict's code survives a closed stdout
-or stderr and a reader that leaves early (``attnzoo.streams``).
+attnzoo, never counted as a verdict on the target), 4 ``check`` was cut short by its deadline
+with nothing flagged. A verdict's code survives a closed stdout or stderr and a reader that
+leaves early (``attnzoo.streams``).
 """
 
 import argparse
@@ -200,15 +201,17 @@ def cmd_check(args):
     from attnzoo.check import run_check
     from attnzoo.report import text
 
-    sections, detectors, document, code = run_check(args.target, Options.from_args(args))
+    options = Options.from_args(args)
+    sections, detectors, document, code = run_check(args.target, options)
     unrun = {name for s in sections for name in s["not_run"]}
     if document["summary"]["not_run"] > len([n for s in sections for n in s["not_run"]]):
         unrun |= set(detectors)  # whole implementations the deadline left unloaded
-    unrun = sorted(unrun)
-    if document["summary"]["not_run"] and code == EXIT_USAGE:
-        say(f"attnzoo: error: the --deadline of {args.deadline:g} s passed before "
-            f"{document['summary']['not_run']} detector runs ({', '.join(unrun)}): the report "
-            "is partial; raise --deadline or choose detectors with --only")
+    if unrun:
+        given = "the --deadline" if args.deadline is not None else \
+            f"the deadline (the default at --depth {options.depth})"
+        say(f"attnzoo: deadline reached: {given} of {options.deadline:g} s passed before "
+            f"{document['summary']['not_run']} detector runs ({', '.join(sorted(unrun))}): the "
+            "report is partial; raise --deadline (0 for none) or choose detectors with --only")
     if args.json:
         out = json.dumps(document, indent=1, ensure_ascii=False)
     else:

@@ -19,7 +19,10 @@ from detectors.kit.verdict import (
     UNSUPPORTED,
 )
 
-SCHEMA = "attnzoo.check/2"  # 2: per-implementation "diagnosis", per-finding "cases"
+# 2: per-implementation "diagnosis", per-finding "cases"; 3: "deadline", and exit code 4 for a
+# run it cut short with nothing flagged (2 was bad input's code too)
+SCHEMA = "attnzoo.check/3"
+INCOMPLETE = 4  # the exit code of a run the deadline cut short with nothing flagged
 LAYOUT_WORDS = {"BHLE": "(N, H, L, E)", "BLHE": "(N, L, H, E)"}
 WORDS = {name: v.word for name, v in VERDICTS.items()}
 
