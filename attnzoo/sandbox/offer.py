@@ -160,6 +160,9 @@ def _signature(f):
         return None
     if not isinstance(params, list) or not isinstance(f.get("text"), str):
         raise Malformed("parameters that are not a list")
+    if not all(isinstance(p, dict) and type(p.get("kind")) is int and 0 <= p["kind"] < len(KINDS)
+               and type(p.get("default")) is bool for p in params):
+        raise Malformed("parameters of no kind _function sends")
     try:
         return inspect.Signature([
             inspect.Parameter(p["name"], KINDS[p["kind"]],
