@@ -22,7 +22,7 @@ CALL_SECONDS = 10.0  # --timeout: one call of the code under test (grade: one te
 IMPORT_SECONDS = 30.0  # --import-timeout: importing the target, torch included
 WARMUP_SECONDS = 30.0  # --warmup when neither it nor --timeout is given
 MAX_SECONDS = 86400.0  # a day: longer is a typo, and larger values overflow the timers
-# --deadline by depth: about a hundred times what a clean check of torch's SDPA takes at that
+# --deadline by depth: a hundred times or more what a clean check of torch's SDPA takes at that
 # depth on a shared two-core machine (docs/benchmarks.md), so an honest slow kernel finishes,
 # and a kernel that takes most of --timeout on every call is stopped with a partial report
 DEADLINES = {"quick": 600.0, "standard": 1800.0, "deep": 7200.0}
