@@ -74,7 +74,8 @@ def run_check(locator, options):
     ``options`` is an :class:`attnzoo.options.Options`, built (validated) by the caller.
     Returns (sections, detectors by name, the JSON document, the exit code); a section has
     target, findings, the detectors the deadline left unrun, and summary. A run cut short by
-    the deadline with nothing flagged exits 2: a partial report is never "conformant". With an
+    the deadline with nothing flagged exits 4 (``report.INCOMPLETE``): a partial report is
+    never "conformant", and it is no bad input either. With an
     expectations file, expected failures do not fail the run and an expected failure that did
     not happen does. A dtype given scopes every call of the run to it; without one the calls
     are float64 and detectors about dtypes try every dtype. With ``shrink``, each flagged
@@ -86,7 +87,7 @@ def run_check(locator, options):
 
     from attnzoo.diagnosis.cases import lighten, reproduce_smallest
     from attnzoo.diagnosis.group import diagnose
-    from attnzoo.report import SCHEMA, describe_target, exit_code, summarise
+    from attnzoo.report import INCOMPLETE, SCHEMA, describe_target, exit_code, summarise
     from attnzoo.runner import run
     from attnzoo.sandbox import options as sandbox
     from attnzoo.sandbox import session
@@ -107,7 +108,10 @@ def run_check(locator, options):
     executor = session.executor(options, progress)
     sections, not_run = [], []
     try:
-        found = targets(executor, locator, options)
+        try:
+            found = targets(executor, locator, options)
+        except DeadlineReached:  # while importing it: nothing ran
+            found, not_run = [], [(locator, d.NAME) for d in chosen]
         sandbox.check_targets(found, dtype)
         for n, target in enumerate(found):
             if not not_run:
@@ -135,9 +139,6 @@ def run_check(locator, options):
                                      "diagnosis": diagnosis})
                     continue
             not_run += [(target, d.NAME) for d in chosen]
-    except DeadlineReached:
-        raise BadInput(f"the --deadline of {options.deadline:g} s passed while loading {locator}: "
-                       "raise --deadline or --import-timeout") from None
     except (BadTarget, sandbox.BadOption) as e:
         raise BadInput(str(e)) from None
     finally:
@@ -150,12 +151,13 @@ def run_check(locator, options):
         lines, entries, unexpected = expectations.report(sections, expected, options.expect)
         code = 1 if unexpected else (3 if code == 3 else 0)
     if not_run and code == 0:
-        code = 2
+        code = INCOMPLETE
     document = {
         "schema": SCHEMA,
         "command": "check",
         "target": locator,
         "depth": options.depth,
+        "deadline": options.deadline or None,
         "implementations": [
             {"target": s["target"], "summary": s["summary"], "diagnosis": s["diagnosis"],
              "findings": [f.to_json() for f in s["findings"]], "not_run": s["not_run"]}

@@ -3,7 +3,9 @@
 Parsing and dispatch only: each command's work lives in its room (``check``, ``catalogue``,
 ``show``, ``matrix``, ``gpu``, ``scaffold``, ``devtools``). Exit codes: 0 nothing flagged, 1 a
 detector flagged the target, 2 bad input or usage, 3 a detector itself failed (a bug in
-attnzoo, never counted as a verdict on the target).
+attnzoo, never counted as a verdict on the target), 4 ``check`` was cut short by its deadline
+with nothing flagged. A verdict's code survives a closed stdout or stderr and a reader that
+leaves early (``attnzoo.streams``).
 """
 
 import argparse
@@ -14,6 +16,7 @@ import sys
 from attnzoo import options
 from attnzoo.options import BadInput, Options
 from attnzoo.sandbox import hygiene
+from attnzoo.streams import deliver, reader_gone, say, standard_streams
 from detectors.kit.depths import DEPTHS
 from reference import FLOAT_DTYPES
 
@@ -32,6 +35,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def main(argv=None):
+    standard_streams()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -41,12 +45,12 @@ def main(argv=None):
         with hygiene.handlers_kept():
             return args.run(args)
     except BadInput as e:
-        print(f"attnzoo: error: {e}", file=sys.stderr)
+        say(f"attnzoo: error: {e}")
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `attnzoo show x | head`: the reader has gone, and that is fine
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except BrokenPipeError:  # `attnzoo list | head`: the reader has gone, and that is fine
+        reader_gone()
         return 0
     except Exception:  # a fault of attnzoo itself (the target's faults are verdicts or exit 2)
         import traceback
@@ -197,24 +201,26 @@ def cmd_check(args):
     from attnzoo.check import run_check
     from attnzoo.report import text
 
-    sections, detectors, document, code = run_check(args.target, Options.from_args(args))
+    options = Options.from_args(args)
+    sections, detectors, document, code = run_check(args.target, options)
     unrun = {name for s in sections for name in s["not_run"]}
     if document["summary"]["not_run"] > len([n for s in sections for n in s["not_run"]]):
         unrun |= set(detectors)  # whole implementations the deadline left unloaded
-    unrun = sorted(unrun)
-    if document["summary"]["not_run"] and code == EXIT_USAGE:
-        print(f"attnzoo: error: the --deadline of {args.deadline:g} s passed before "
-              f"{document['summary']['not_run']} detector runs ({', '.join(unrun)}): the report "
-              "is partial; raise --deadline or choose detectors with --only", file=sys.stderr)
+    if unrun:
+        given = "the --deadline" if args.deadline is not None else \
+            f"the deadline (the default at --depth {options.depth})"
+        say(f"attnzoo: deadline reached: {given} of {options.deadline:g} s passed before "
+            f"{document['summary']['not_run']} detector runs ({', '.join(sorted(unrun))}): the "
+            "report is partial; raise --deadline (0 for none) or choose detectors with --only")
     if args.json:
-        print(json.dumps(document, indent=1, ensure_ascii=False))
+        out = json.dumps(document, indent=1, ensure_ascii=False)
     else:
-        print("\n\n".join(text(s, detectors, args.verbose) for s in sections))
+        out = "\n\n".join(text(s, detectors, args.verbose) for s in sections)
         if args.expect is not None:
             lines = document["expectations"]["lines"]
-            print(f"expectations from {args.expect}:")
-            print("\n".join("  " + ln for ln in lines) or "  none of them applies here")
-    return code
+            out += f"\nexpectations from {args.expect}:\n" + (
+                "\n".join("  " + ln for ln in lines) or "  none of them applies here")
+    return deliver(out, code)
 
 
 def cmd_grade(args):
@@ -248,8 +254,7 @@ def cmd_show(args):
     check_device(args.device)
     depth = getattr(entry.meta, "depth", "quick") if args.depth == "entry" else args.depth
     text, failing = show(entry, args.seed, args.device, args.dtype, depth)
-    print(text)
-    return 1 if failing else 0
+    return deliver(text, 1 if failing else 0)
 
 
 def processors():

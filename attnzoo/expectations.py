@@ -14,12 +14,15 @@ failure (remove the entry), and a table that names no detector is an error, so a
 silently excuse a failure.
 """
 
+import os
+import stat
 import tomllib
 from dataclasses import dataclass
 
 from detectors.kit.verdict import CAUGHT, SURVIVED
 
 KEYS = ("reason", "link")
+MAX_BYTES = 1 << 20  # a table per detector takes a few kilobytes; a mebibyte is no such file
 
 
 class ExpectationsError(Exception):
@@ -39,11 +42,8 @@ class Expectation:
 def load(path, known):
     """{detector: Expectation} from the file at ``path``; ``known`` are the detector names."""
     try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except FileNotFoundError:
-        raise ExpectationsError(f"no such expectations file: {path}") from None
-    except (OSError, tomllib.TOMLDecodeError) as e:
+        data = tomllib.loads(read(path).decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise ExpectationsError(f"{path}: not valid TOML: {e}: fix the file") from None
     out = {}
     for name, entry in data.items():
@@ -65,6 +65,32 @@ def load(path, known):
             raise ExpectationsError(f"{path}: [{name}] link must be a string")
         out[name] = Expectation(name, reason.strip(), link.strip())
     return out
+
+
+def read(path):
+    """The bytes of a regular file of at most :data:`MAX_BYTES`. Opened without waiting, so a
+    FIFO nobody writes to, /dev/zero or a file that grows without end is refused at once
+    instead of being read until memory runs out."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except FileNotFoundError:
+        raise ExpectationsError(f"no such expectations file: {path}") from None
+    except OSError as e:
+        raise ExpectationsError(f"{path}: cannot be opened ({e.strerror}): give a TOML "
+                                "file") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ExpectationsError(f"{path} is not a regular file: give a TOML file")
+    with open(fd, "rb") as f:
+        try:
+            data = f.read(MAX_BYTES + 1)
+        except OSError as e:
+            raise ExpectationsError(f"{path}: cannot be read ({e.strerror}): give a TOML "
+                                    "file") from None
+    if len(data) > MAX_BYTES:
+        raise ExpectationsError(f"{path} is over {MAX_BYTES // 1024} KiB, more than "
+                                "expectations ever take: give the TOML file of expectations")
+    return data
 
 
 def judge(finding, expectation):

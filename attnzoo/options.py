@@ -22,6 +22,10 @@ CALL_SECONDS = 10.0  # --timeout: one call of the code under test (grade: one te
 IMPORT_SECONDS = 30.0  # --import-timeout: importing the target, torch included
 WARMUP_SECONDS = 30.0  # --warmup when neither it nor --timeout is given
 MAX_SECONDS = 86400.0  # a day: longer is a typo, and larger values overflow the timers
+# --deadline by depth: a hundred times or more what a clean check of torch's SDPA takes at that
+# depth on a shared two-core machine (docs/benchmarks.md), so an honest slow kernel finishes,
+# and a kernel that takes most of --timeout on every call is stopped with a partial report
+DEADLINES = {"quick": 600.0, "standard": 1800.0, "deep": 7200.0}
 BACKENDS = ("numpy", "torch")  # what a lesson-style module's functions take
 MASK_CONVENTIONS = ("keep", "drop")  # of a bool mask: True may attend, or True is masked
 CAUSAL_ALIGNMENTS = ("top-left", "bottom-right")  # of is_causal when L != S
@@ -50,7 +54,9 @@ HELP = {
     f"{IMPORT_SECONDS:g})",
     "warmup": "time limit for the first call of each function in each worker, for a compile or "
     f"cache fill (default {WARMUP_SECONDS:g}, or --timeout when that is given)",
-    "deadline": "stop after this long overall and report which detectors did not run",
+    "deadline": "stop after this long overall and report which detectors did not run (default: "
+    f"{DEADLINES['quick']:g} s at --depth quick, {DEADLINES['standard']:g} s at standard, "
+    f"{DEADLINES['deep']:g} s at deep; 0 for none)",
     "only": "run only this detector (repeatable)",
 }
 
@@ -75,7 +81,7 @@ class Options:
     timeout: float | None = None  # per call; None until built, where it becomes CALL_SECONDS
     import_timeout: float = IMPORT_SECONDS
     warmup: float | None = None  # the first call of each function; built: never None
-    deadline: float | None = None  # the whole run; None: none
+    deadline: float | None = None  # the whole run; None: the depth's default; 0: none
     only: tuple = ()  # detector names, each once; (): every detector of the suite
     expect: str | None = None  # an expectations file (attnzoo.expectations)
     shrink: bool = True  # shrink each flagged case to the smallest that still fails
@@ -97,11 +103,13 @@ class Options:
         check_seconds("--timeout", timeout)
         check_seconds("--import-timeout", raw.import_timeout)
         check_seconds("--warmup", warmup)
-        if raw.deadline is not None:
-            check_seconds("--deadline", raw.deadline)
+        deadline = DEADLINES.get(raw.depth) if raw.deadline is None else raw.deadline
+        if deadline not in (0, None):  # None: a --depth check_choices refuses
+            check_seconds("--deadline", deadline)
         check_device(raw.device)
         check_choices(raw)
         return dataclasses.replace(raw, only=only, timeout=timeout, warmup=warmup,
+                                   deadline=deadline,
                                    unsupported=declared(raw.unsupported),
                                    refuses=tuple(raw.refuses or ()))
 

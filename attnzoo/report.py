@@ -4,6 +4,7 @@ The JSON form is documented in docs/check-json.md; its ``schema`` field changes 
 changes meaning, never silently.
 """
 
+from attnzoo.inert import inert
 from attnzoo.vocabulary import VERDICTS
 from detectors.kit.capabilities import layout, limits
 from detectors.kit.verdict import (
@@ -18,7 +19,10 @@ from detectors.kit.verdict import (
     UNSUPPORTED,
 )
 
-SCHEMA = "attnzoo.check/2"  # 2: per-implementation "diagnosis", per-finding "cases"
+# 2: per-implementation "diagnosis", per-finding "cases"; 3: "deadline", and exit code 4 for a
+# run it cut short with nothing flagged (2 was bad input's code too)
+SCHEMA = "attnzoo.check/3"
+INCOMPLETE = 4  # the exit code of a run the deadline cut short with nothing flagged
 LAYOUT_WORDS = {"BHLE": "(N, H, L, E)", "BLHE": "(N, L, H, E)"}
 WORDS = {name: v.word for name, v in VERDICTS.items()}
 
@@ -84,7 +88,7 @@ def text(section, detectors, verbose=False):
         lines.append(f"  declared layout: {LAYOUT_WORDS[t['layout']]}: the harness transposes "
                      "query, key and value in and the answer out (the mask stays (N, H, L, S))")
     if t.get("refuses"):
-        lines.append(f"  refusals it names: {'; '.join(repr(r) for r in t['refuses'])}")
+        lines.append("  refusals it names: " + "; ".join(f"'{inert(r)}'" for r in t["refuses"]))
     lines += diagnosis_lines(section.get("diagnosis") or [])
     width = max((len(f.detector) for f in section["findings"]), default=0)
     for f in section["findings"]:

@@ -97,10 +97,18 @@ def cached(*args, isolated=False):
     return console(*args) if isolated else attnzoo(*args)
 
 
+PROGRESS = re.compile(r"attnzoo: (\[\d+/\d+\] \w+|loading the target): ")
+
+
+def said(stderr):
+    """stderr without the progress lines a check writes when stderr is not a terminal."""
+    return "".join(line for line in stderr.splitlines(keepends=True) if not PROGRESS.match(line))
+
+
 def check_json(*args, isolated=False):
     p = cached("check", *args, "--json", isolated=isolated)
     assert p.returncode in (0, 1, 3), p.stderr
-    assert p.stderr == "", p.stderr
+    assert said(p.stderr) == "", p.stderr
     return p, json.loads(p.stdout)
 
 
@@ -116,7 +124,7 @@ def one_error_line(p):
     """The usage-error contract: exit 2, nothing on stdout, one 'attnzoo: error:' line."""
     assert p.returncode == 2, (p.returncode, p.stdout[-2000:], p.stderr[-2000:])
     assert p.stdout == ""
-    lines = p.stderr.splitlines()
+    lines = said(p.stderr).splitlines()
     assert len(lines) == 1, p.stderr
     assert lines[0].startswith("attnzoo: error: "), lines[0]
     assert "Traceback" not in p.stderr
@@ -328,7 +336,7 @@ NOISE = re.compile(r"\b(causal_mask \d|softmax \(|attention \(|causal_self_atten
 def test_noisy_implementation_does_not_pollute_the_report():
     p = console("check", f"{TARGETS}/noisy.py")
     assert p.returncode == 0, p.stdout
-    assert p.stderr == ""
+    assert said(p.stderr) == ""
     lines = p.stdout.splitlines()
     assert lines[0].startswith(f"{TARGETS}/noisy.py: lesson contract")
     assert lines[-1].startswith("summary: ") and lines[-1].endswith("— conformant")
@@ -359,7 +367,7 @@ def test_noisy_implementation_json_is_valid():
 def test_correct_implementations_exit_0(argv):
     p = attnzoo("check", *argv)
     assert p.returncode == 0, p.stdout
-    assert p.stderr == ""
+    assert said(p.stderr) == ""
     contract = "sdpa contract, torch" if ":" in argv[0] else \
         f"lesson contract, {argv[-1] if '--backend' in argv else 'numpy'}"
     assert p.stdout.startswith(f"{argv[0]}: {contract} backend, ")
@@ -383,7 +391,7 @@ def test_callable_object_with_lesson_methods_is_checked_as_sdpa():
 def test_zoo_bug_exits_1_and_says_why():
     p = console("check", "zoo/mask_fill_zero.py", *only("known_answers", "causal_alignment"))
     assert p.returncode == 1
-    assert p.stderr == ""
+    assert said(p.stderr) == ""
     assert "mask-fill-zero/numpy: lesson contract, numpy backend" in p.stdout
     assert "mask-fill-zero/torch: lesson contract, torch backend" in p.stdout
     assert "FLAGGED known_answers" in p.stdout
@@ -416,7 +424,7 @@ def test_every_zoo_file_exit_code(entry):
     else:
         args = only(*DECOY_DETECTORS)
     p = (attnzoo if entry.id in SAMPLE else console)("check", path, "--json", *args)
-    assert p.stderr == "", p.stderr
+    assert said(p.stderr) == "", p.stderr
     doc = json.loads(p.stdout)
     rows = {impl["target"]["name"]: impl["summary"] for impl in doc["implementations"]}
     assert set(rows) == {f"{entry.id}/{b}" for b in entry.backends}
@@ -503,7 +511,7 @@ JSON_BUG = ("zoo/no_scaling.py", *only("known_answers", "causal_alignment",
 
 def test_json_document_shape():
     p, doc = check_json(*JSON_BUG)
-    assert doc["schema"] == "attnzoo.check/2"
+    assert doc["schema"] == "attnzoo.check/3"
     assert doc["command"] == "check"
     assert doc["target"] == "zoo/no_scaling.py"
     assert doc["exit_code"] == p.returncode == 1
@@ -641,7 +649,7 @@ def test_console_script_exit_codes():
     """The installed script returns main's status: 0 for a conformant target, 2 (one line) for
     bad input. (1 and 3: test_zoo_bug_exits_1_and_says_why, test_json_exit_code_3_...)"""
     p = console("check", "reference/lesson_numpy.py", *only("known_answers"))
-    assert (p.returncode, p.stderr) == (0, ""), p.stdout
+    assert (p.returncode, said(p.stderr)) == (0, ""), p.stdout
     assert p.stdout.splitlines()[-1].endswith("— conformant")
     line = one_error_line(console("check", f"{TARGETS}/missing.py"))
     assert "no such file" in line

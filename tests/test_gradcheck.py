@@ -131,11 +131,26 @@ def test_decided_manifest_is_the_same_in_process_and_from_a_worker():
         executor.close()
 
 
+NONE_DECLARED = {n: {"strings": [], "single": False} for n in offer.DECLARATIONS}
+
+
+def params(*given):
+    return {"sdpa": {"callable": True, "params": list(given), "text": "(...)"},
+            "declared": NONE_DECLARED}
+
+
 @pytest.mark.parametrize("data", [None, "everything", {"functions": "all"},
                                   {"sdpa": {"callable": True, "params": [{"name": 1}],
                                             "text": "()"}, "declared": {}},
-                                  {"functions": {"sdpa": None}, "keywords": ["scale"]}],
-                         ids=["none", "string", "not-a-dict", "bad-params", "old-format"])
+                                  {"functions": {"sdpa": None}, "keywords": ["scale"]},
+                                  params({"name": 1, "kind": 1, "default": False}),
+                                  params({"name": "q", "kind": True, "default": False}),
+                                  params({"name": "q", "kind": -1, "default": False}),
+                                  params({"name": "q", "kind": 1, "default": "yes"}),
+                                  params({"name": "q", "kind": 1, "default": False}, "k")],
+                         ids=["none", "string", "not-a-dict", "bad-params", "old-format",
+                              "name-not-text", "kind-bool", "kind-negative", "default-text",
+                              "param-not-dict"])
 def test_facts_that_are_not_facts_are_malformed(data):
     t = Target("x", "x.py:f", contract="sdpa", backend="torch")
     with pytest.raises(offer.Malformed):

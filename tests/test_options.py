@@ -7,8 +7,10 @@ line naming the option, and the facts the options draw on have one home each.
 
 import argparse
 import dataclasses
+import io
 import subprocess
 import sys
+from contextlib import redirect_stdout
 
 import pytest
 
@@ -31,8 +33,24 @@ from reference import FLOAT_DTYPES
 def test_the_time_limits_that_depend_on_each_other_are_filled_in_once(given, timeout, warmup):
     built = Options.build(**given)
     assert (built.timeout, built.warmup) == (timeout, warmup)
-    assert built.import_timeout == options.IMPORT_SECONDS and built.deadline is None
+    assert built.import_timeout == options.IMPORT_SECONDS
+    assert built.deadline == options.DEADLINES["standard"]
     assert Options.build(**dataclasses.asdict(built)) == built  # building again changes nothing
+
+
+def test_the_deadline_grows_with_the_depth_is_stated_and_can_be_lifted():
+    defaults = [Options.build(depth=d).deadline for d in DEPTHS]
+    assert defaults == [options.DEADLINES[d] for d in DEPTHS] and defaults == sorted(defaults)
+    assert Options.build(depth="deep", deadline=30).deadline == 30
+    lifted = Options.build(deadline=0)
+    assert lifted.deadline == 0 and Options.build(**dataclasses.asdict(lifted)) == lifted
+    out = io.StringIO()
+    with redirect_stdout(out), pytest.raises(SystemExit):
+        cli.main(["check", "--help"])
+    shown = " ".join(out.getvalue().split())
+    for depth, seconds in options.DEADLINES.items():
+        assert f"{seconds:g} s at" in shown and depth in shown
+    assert "0 for none" in shown
 
 
 def test_built_options_are_frozen_and_normalised():
@@ -51,6 +69,7 @@ def test_built_options_are_frozen_and_normalised():
     ({"import_timeout": float("inf")}, ["--import-timeout must be a positive number"]),
     ({"warmup": 86401.0}, ["--warmup", "up to 86400 (a day)"]),
     ({"deadline": -2.0}, ["--deadline", "not -2"]),
+    ({"deadline": float("inf")}, ["--deadline", "up to 86400"]),
     ({"import_timeout": None}, ["--import-timeout", "not None"]),
     ({"device": "nonsense"}, ["unknown --device 'nonsense'", "cpu"]),
     ({"depth": "deeper"}, ["--depth must be one of quick, standard, deep, not 'deeper'"]),

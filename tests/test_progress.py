@@ -1,5 +1,6 @@
-"""Progress on stderr: detector, cases done of total, calls and elapsed time on a terminal only;
-and a deadline that passes while a failing case is being shrunk keeps the verdict found."""
+"""Progress on stderr: detector, cases done of total, calls and elapsed time, in place on a
+terminal, elsewhere a line per detector and at least one a minute; and a deadline that passes
+while a failing case is being shrunk keeps the verdict found."""
 
 import io
 import os
@@ -8,6 +9,7 @@ import re
 import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -41,14 +43,35 @@ def test_progress_names_the_detector_the_cases_and_the_time():
     assert text.endswith("\r\x1b[K")  # the line is cleared before the report
 
 
-def test_progress_is_silent_when_stderr_is_not_a_terminal():
+def test_off_a_terminal_progress_is_a_line_per_detector_and_one_a_minute_however_long_a_call():
     out = io.StringIO()
-    progress = Progress(out)
-    progress.detector(1, 1, "causality")
+    progress = Progress(out, every=0.3)  # a minute, scaled down
+    progress.detector(1, 2, "causality")
     progress.case(0, 3, "a")
     progress.call()
+    time.sleep(1.0)  # one long call: no hook of the run is called meanwhile
+    progress.detector(2, 2, "known_answers")
     progress.done()
-    assert out.getvalue() == ""
+    time.sleep(0.5)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "attnzoo: [1/2] causality: 0 calls, 0 s elapsed"
+    beats = [ln for ln in lines if ln.startswith("attnzoo: [1/2] causality: 0/3 cases (a), 1 ")]
+    assert len(beats) >= 2, lines  # during the call, without a call to the progress
+    assert lines[-1].startswith("attnzoo: [2/2] known_answers: 0 calls, ")
+    assert "\x1b" not in out.getvalue() and "\r" not in out.getvalue()
+
+
+def test_a_stderr_that_cannot_be_written_ends_the_progress_not_the_run():
+    class Gone(io.StringIO):
+        def write(self, text):
+            raise BrokenPipeError()
+
+    progress = Progress(Gone(), every=0.05)
+    progress.detector(1, 1, "causality")
+    time.sleep(0.2)
+    assert progress.ended.is_set()
+    progress.case(0, 3, "a")
+    progress.done()
 
 
 def test_a_subject_reports_each_case_it_iterates():
@@ -90,15 +113,19 @@ def in_pty(argv):
     return proc.returncode, output.decode("utf-8", "replace")
 
 
-def test_check_shows_cases_done_of_total_on_a_terminal_and_nothing_on_a_pipe():
+def test_check_shows_cases_done_of_total_on_a_terminal_and_a_line_per_detector_on_a_pipe():
     argv = [ATTNZOO, "check", "reference/lesson_numpy.py", "--depth", "quick",
             "--only", "output_is_weighted_values"]
     code, shown = in_pty(argv)
     assert code == 0, shown
     assert re.search(r"\[1/1\] output_is_weighted_values: \d+/\d+ cases \([\w-]+\), \d+ calls, "
                      r"\d+ s elapsed", shown), shown
-    piped = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert piped.returncode == 0 and piped.stderr == "", piped.stderr
+    piped = subprocess.run(argv + ["--only", "known_answers"], cwd=REPO, capture_output=True,
+                           text=True, timeout=120)
+    lines = piped.stderr.splitlines()
+    assert piped.returncode == 0 and len(lines) == 2, piped.stderr
+    assert lines[0].startswith("attnzoo: [1/2] output_is_weighted_values: 0 calls, ")
+    assert lines[1].startswith("attnzoo: [2/2] known_answers: 0 calls, ")
 
 
 def test_a_deadline_during_shrinking_stops_it_and_keeps_the_verdict():

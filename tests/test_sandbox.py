@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_cli import ATTNZOO, REPO, TARGETS, findings, one_error_line, only
+from test_cli import ATTNZOO, REPO, TARGETS, findings, one_error_line, only, said
 from test_cli import console as attnzoo  # the console script: isolation is the point here
 
 FLAGGED = {"killed", "nan", "crashed", "hung"}
@@ -35,7 +35,7 @@ def env(**extra):
 
 def check(*args, **kw):
     p = attnzoo("check", *args, "--json", timeout=kw.pop("timeout", 120), **kw)
-    assert p.returncode in (0, 1, 2), (p.returncode, p.stderr[-2000:])
+    assert p.returncode in (0, 1, 2, 4), (p.returncode, p.stderr[-2000:])
     return p, (json.loads(p.stdout) if p.stdout.strip() else None)
 
 
@@ -332,16 +332,28 @@ def test_import_timeout_is_an_option():
 
 
 def test_deadline_gives_a_truthful_partial_report():
+    """A slow target and a short deadline: exit 4 (incomplete, nothing flagged so far), the
+    partial report, and one line saying the deadline was reached and what did not run."""
     # 8 s: loading must fit in it on a loaded machine; the calls (0.2 s each) never do
     p, doc = check(f"{TARGETS}/slow.py", "--deadline", "8", env=env(ATTNZOO_TEST_SECONDS=0.2))
-    assert p.returncode == 2
+    assert p.returncode == doc["exit_code"] == 4
     impl, = doc["implementations"]
     ran = [f["detector"] for f in impl["findings"]]
     assert impl["not_run"] and not set(ran) & set(impl["not_run"])
     assert impl["summary"]["not_run"] == len(impl["not_run"])
-    assert doc["summary"]["conformant"] is False
-    lines = p.stderr.splitlines()
-    assert len(lines) == 1 and "--deadline of 8 s" in lines[0] and impl["not_run"][0] in lines[0]
+    assert doc["summary"]["conformant"] is False and doc["deadline"] == 8
+    lines = said(p.stderr).splitlines()
+    assert len(lines) == 1 and lines[0].startswith("attnzoo: deadline reached: the --deadline "
+                                                   "of 8 s passed before")
+    assert impl["not_run"][0] in lines[0]
+
+
+def test_a_deadline_that_passes_while_loading_is_a_partial_report_too():
+    p = attnzoo("check", f"{TARGETS}/slow_import.py", "--deadline", "1", *only("known_answers"),
+                env=env(ATTNZOO_TEST_SECONDS=5))
+    assert p.returncode == 4, p.stderr
+    line, = said(p.stderr).splitlines()
+    assert line.startswith("attnzoo: deadline reached: ") and "known_answers" in line
 
 
 def test_deadline_with_flags_is_a_verdict():
@@ -352,6 +364,80 @@ def test_deadline_with_flags_is_a_verdict():
 
 
 # -- exit codes -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("description", [
+    {"kind": "zoo", "id": "x", "implementations": ["NUMPY"]},
+    {"kind": "zoo", "id": "x", "implementations": {"cuda": "CUDA"}},
+    {"kind": "zoo", "id": "x", "implementations": {"numpy": "os"}},
+    {"kind": "zoo", "id": ["x"], "implementations": {"numpy": "NUMPY"}},
+    {"kind": "zoo"},
+    {"kind": "everything"},
+    ["lesson"],
+], ids=["list", "unknown-backend", "other-attribute", "id-not-text", "bare", "kind", "not-dict"])
+def test_a_worker_that_misdescribes_its_module_is_a_bad_target(description):
+    p = attnzoo("check", f"{TARGETS}/misdescribes.py", *only("known_answers"),
+                env=env(ATTNZOO_TEST_DESCRIPTION=json.dumps(description)))
+    assert "the worker sent no usable description: fix the module" in one_error_line(p)
+
+
+def test_under_the_plugin_a_misdescribed_module_is_a_usage_error(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=",
+                        f"--rootdir={tmp_path}", "--attnzoo-only", "known_answers",
+                        "--attnzoo-target", str(REPO / TARGETS / "misdescribes.py")],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                       env=env(ATTNZOO_TEST_DESCRIPTION='{"kind": "zoo"}'))
+    assert p.returncode == pytest.ExitCode.USAGE_ERROR, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "INTERNALERROR" not in p.stdout + p.stderr and "Traceback" not in p.stderr
+    assert "the worker sent no usable description" in p.stderr
+
+
+def shell(line):
+    """The exit status bash reports for ``line``, with "$0" the attnzoo console script."""
+    done = subprocess.run(["bash", "-c", line, ATTNZOO], cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return [int(code) for code in done.stdout.split()]
+
+
+# five detectors: a document of more than 64 KiB, the pipe's capacity, so head makes it wait
+FLAGGED = ('"$0" check zoo/mask_fill_zero.py --depth quick --no-shrink --json' + "".join(
+    f" --only {d}" for d in ("known_answers", "causality", "matches_loop_oracle",
+                             "weights_are_distributions", "output_is_weighted_values")))
+
+
+@pytest.mark.parametrize("reader", ["head -c 10", "true"])
+def test_a_reader_that_leaves_early_keeps_the_verdicts_exit_code(reader):
+    assert shell(f'{FLAGGED} 2>/dev/null | {reader} >/dev/null; echo "${{PIPESTATUS[0]}}"') == [1]
+
+
+def test_a_closed_stderr_or_stdout_is_no_fault():
+    clean = '"$0" check reference/lesson_numpy.py --depth quick --only known_answers'
+    bad = '"$0" check no/such/file.py'
+    assert shell(f"{FLAGGED} 2>&- >/dev/null; echo $?; {FLAGGED} >&- 2>&-; echo $?; "
+                 f"{clean} 2>&- >/dev/null; echo $?; {bad} 2>&-; echo $?") == [1, 1, 0, 2]
+
+
+@pytest.fixture
+def fifo(tmp_path):
+    path = tmp_path / "expect.toml"
+    os.mkfifo(path)
+    return path
+
+
+@pytest.mark.parametrize("expect, words", [
+    ("/dev/zero", ["/dev/zero is not a regular file"]),
+    ("{fifo}", ["expect.toml is not a regular file"]),
+    ("{big}", ["big.toml is over 1024 KiB"]),
+    ("{tmp}", ["is not a regular file"]),
+], ids=["dev-zero", "fifo", "too-big", "folder"])
+def test_an_expectations_file_is_a_regular_file_of_bounded_size(fifo, tmp_path, expect, words):
+    big = tmp_path / "big.toml"
+    big.write_text("# " + "x" * (1 << 20) + "\n")
+    expect = expect.format(fifo=fifo, big=big, tmp=tmp_path)
+    line = one_error_line(attnzoo("check", "reference/lesson_numpy.py", "--expect", expect,
+                                  timeout=60))
+    assert all(w in line for w in words), line
 
 
 def test_closed_socket_is_the_targets_fault():
@@ -374,7 +460,7 @@ def odd_paths(tmp_path):
     (["reference/lesson_numpy.py", "--timeout", "1e12"], ["--timeout", "up to 86400", "1e+12"]),
     (["reference/lesson_numpy.py", "--import-timeout", "-1"], ["--import-timeout"]),
     (["reference/lesson_numpy.py", "--warmup", "nan"], ["--warmup"]),
-    (["reference/lesson_numpy.py", "--deadline", "0"], ["--deadline"]),
+    (["reference/lesson_numpy.py", "--deadline", "-1"], ["--deadline"]),
     (["torch.nn.functional:scaled_dot_product_attention", "--device", "meta"],
      ["--device meta", "no values", "--device cpu"]),
     (["reference/lesson_numpy.py", "--dtype", "bfloat16"],
@@ -382,7 +468,7 @@ def odd_paths(tmp_path):
     (["{tmp}/notes.txt"], ["notes.txt is not a .py file", "point at a Python module"]),
     (["{tmp}/loop.py"], ["loop.py", "symlink loop", "real .py file"]),
     (["{tmp}/a:b/nope.py"], ["no such file", "a:b/nope.py"]),
-], ids=["timeout-1e12", "import-timeout-negative", "warmup-nan", "deadline-zero",
+], ids=["timeout-1e12", "import-timeout-negative", "warmup-nan", "deadline-negative",
         "device-meta", "bfloat16-numpy", "notes-txt", "symlink-loop", "colon-in-path"])
 def test_bad_option_is_one_usage_error(odd_paths, argv, words):
     argv = [a.replace("{tmp}", str(odd_paths)) for a in argv]

@@ -8,6 +8,7 @@ from attnzoo import options
 from attnzoo.grade import model, render
 from attnzoo.grade.run import Suite, SuiteError
 from attnzoo.options import BadInput, Options
+from attnzoo.streams import deliver
 
 
 def main(args):
@@ -33,11 +34,9 @@ def main(args):
     code = model.exit_code(doc, args.min_caught)
     shown = doc if args.reveal else model.hide(doc)
     if args.json:
-        print(json.dumps(dict(shown, min_caught=args.min_caught, exit_code=code), indent=1,
-                         ensure_ascii=False))
-    else:
-        print(render.text(shown, args.min_caught))
-    return code
+        return deliver(json.dumps(dict(shown, min_caught=args.min_caught, exit_code=code),
+                                  indent=1, ensure_ascii=False), code)
+    return deliver(render.text(shown, args.min_caught), code)
 
 
 def add_parser(sub):

@@ -10,6 +10,7 @@ contract's fixture) is not counted there. The JSON form (``attnzoo grade --json`
 from concurrent.futures import ThreadPoolExecutor
 
 from attnzoo.grade import run as runner
+from attnzoo.inert import inert
 
 SCHEMA = "attnzoo.grade/1"
 GLYPHS = {  # the kill matrix's symbols, read for tests instead of detectors
@@ -50,7 +51,7 @@ def grade(suite, backend="numpy", jobs=2, test_seconds=runner.TEST_SECONDS, prog
     tests = {t: f for t, f in collected.items() if f}
     if not tests:
         raise runner.SuiteError(
-            f"{suite.path}: no test uses the `attention` or `sdpa` fixture"
+            f"{inert(suite.path)}: no test uses the `attention` or `sdpa` fixture"
             + (f" ({len(collected)} tests collected)" if collected else "")
             + ": take the implementation under test as a fixture argument")
     contracts = sorted({"sdpa" if "sdpa" in f else "lesson" for f in tests.values()})
@@ -70,9 +71,12 @@ def grade(suite, backend="numpy", jobs=2, test_seconds=runner.TEST_SECONDS, prog
 
 
 def build(path, backend, tests, results):
-    """The grade document from the outcomes of every (row, test)."""
+    """The grade document from the outcomes of every (row, test). Test ids and fixture names
+    come from the suite's own process: the document holds them inert."""
     import zoo
 
+    tests = {inert(t): tuple(inert(f) for f in fixtures) for t, fixtures in tests.items()}
+    results = [(row, {inert(t): o for t, o in outcomes.items()}) for row, outcomes in results]
     names = list(tests)
     meta = {e.id: e.meta for e in zoo.BUGS}
     doc_rows, false_alarms = [], []
@@ -109,7 +113,7 @@ def build(path, backend, tests, results):
     return {
         "schema": SCHEMA,
         "command": "grade",
-        "path": path,
+        "path": inert(path),
         "backend": backend,
         "contracts": sorted({"sdpa" if r["backend"] == "sdpa" else "lesson" for r in doc_rows}),
         "glyphs": {k: {"symbol": s, "meaning": m} for k, (s, m) in GLYPHS.items()},

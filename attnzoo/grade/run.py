@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from attnzoo.inert import inert
 from attnzoo.options import CALL_SECONDS
 from attnzoo.sandbox import zygote
 
@@ -32,6 +33,8 @@ zygote.preload("pytest", "_pytest.python", "_pytest.assertion.rewrite", "attnzoo
 TEST_SECONDS = CALL_SECONDS  # per test: to a grade, one test is one call of the code under test
 START_SECONDS = 60.0  # from the process' start to its first test: imports, torch included
 POLL = 0.05
+TEXT = 6000  # characters of a test's failure text kept, as the grading plugin keeps them
+FIXTURES = ("attention", "sdpa")  # what the grading plugin injects
 OUTCOMES = ("passed", "failed", "error", "skipped", "hung", "died")
 CAUGHT = ("failed", "error", "hung", "died")
 
@@ -97,19 +100,19 @@ def collect(suite):
             _reap(proc)
         except subprocess.TimeoutExpired:
             _kill(proc)
-            raise SuiteError(f"{suite.path}: collecting its tests took over {START_SECONDS:g} s: "
-                             "does a module hang on import?") from None
+            raise SuiteError(f"{inert(suite.path)}: collecting its tests took over "
+                             f"{START_SECONDS:g} s: does a module hang on import?") from None
         events = _read(spec["record"])
     errors = [e for e in events if e.get("event") == "collect-error"]
     if errors:
         first = errors[0]
-        raise SuiteError(f"{first.get('where') or suite.path} does not collect: "
+        raise SuiteError(f"{inert(first.get('where') or suite.path)} does not collect: "
                          f"{_last_line(first.get('text', ''))}: fix it and run again")
-    tests = {e["test"]: tuple(e.get("fixtures", ())) for e in events
+    tests = {e["test"]: _fixtures(e.get("fixtures")) for e in events
              if e.get("event") == "collected" and isinstance(e.get("test"), str)}
     if code not in (0, 5) and not tests:
-        raise SuiteError(f"{suite.path}: pytest stopped while collecting (exit code {code}): "
-                         f"{_last_line(output)}")
+        raise SuiteError(f"{inert(suite.path)}: pytest stopped while collecting (exit code "
+                         f"{code}): {_last_line(output)}")
     return tests
 
 
@@ -143,13 +146,13 @@ def _one_process(suite, spec, tests, tmp, test_seconds):
         events, offset = _read_from(spec["record"], offset)
         for e in events:
             test = e.get("test")
-            if test not in wanted:
+            if not isinstance(test, str) or test not in wanted:
                 continue
             if e.get("event") == "start":
                 current, since = test, time.monotonic()
             elif e.get("event") == "done" and e.get("outcome") in OUTCOMES:
-                results[test] = Outcome(e["outcome"], str(e.get("exception", ""))[:200],
-                                        str(e.get("text", "")))
+                results[test] = Outcome(e["outcome"], inert(str(e.get("exception", ""))[:200]),
+                                        inert(str(e.get("text", ""))[:TEXT], lines=True))
                 current, since = None, time.monotonic()
         if code is not None:
             _reap(proc)
@@ -209,7 +212,12 @@ def _last_line(source):
     lines = [ln.strip() for ln in str(source).splitlines() if ln.strip()]
     errors = [ln for ln in lines if ln.startswith("E ")]
     line = (errors or lines or ["no output"])[-1]
-    return line.removeprefix("E ").strip()[:300]
+    return inert(line.removeprefix("E ").strip()[:300])
+
+
+def _fixtures(names):
+    """The fixtures of ours a collected test uses, as the record names them."""
+    return tuple(f for f in FIXTURES if isinstance(names, list) and f in names)
 
 
 def _read(path):

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from attnzoo.inert import inert
 from attnzoo.sandbox import gradcheck, wire
 from detectors.kit.calls import ARG_NAMES, RETURNS, Result
 from detectors.kit.memory import LAYOUTS
@@ -84,9 +85,13 @@ def decide(reply, buffers, sent, sent_buffers, request, target):
             CRASHED, f"returned an array of {e.name}, not numbers", request.describe()) from None
     except (wire.Malformed, KeyError, TypeError, ValueError, AttributeError, IndexError,
             OverflowError, RecursionError) as e:
-        raise ImplementationFailure(
-            CRASHED, f"sent a reply attnzoo cannot read ({type(e).__name__}: {e})",
-            request.describe()) from None
+        raise ImplementationFailure(CRASHED, unreadable(e), request.describe()) from None
+
+
+def unreadable(e):
+    """Why a reply could not be read, in a line of bounded length: the exception's text can
+    quote what the worker sent."""
+    return inert(f"sent a reply attnzoo cannot read ({type(e).__name__}: {str(e)[:300]})")
 
 
 def _decide(reply, buffers, sent, sent_buffers, request, target):
@@ -173,8 +178,6 @@ def reread(reply, buffers, handle, target):
         raise ImplementationFailure(
             CRASHED, f"a kept answer now holds {e.name}, not numbers", "re-reading") from None
     except (wire.Malformed, KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
-        raise ImplementationFailure(
-            CRASHED, f"sent a reply attnzoo cannot read ({type(e).__name__}: {e})",
-            "re-reading a kept answer") from None
+        raise ImplementationFailure(CRASHED, unreadable(e), "re-reading a kept answer") from None
     return (tuple(_as_answer(a, name, target.backend) for a, name in arrays),
             tuple(name for _, name in arrays))

@@ -13,10 +13,15 @@ import warnings
 
 import numpy as np
 
+from attnzoo.inert import inert
 from attnzoo.sandbox import wire
 from detectors.kit.verdict import CRASHED, ImplementationFailure
 
 EPS, ATOL, RTOL, NONDET_TOL = 1e-6, 1e-5, 1e-3, 0.0  # gradcheck's defaults
+# the Jacobians the parent builds, in bytes, may be this many times the reply's buffers: an
+# honest reply sends two perturbed outputs per input element, and its Jacobians take less
+# than it sent (0.5 to 0.9 of it on the gradcheck calls of correct_gradients)
+JACOBIANS = 8
 PHASES = ("forward", "numerical", "analytical", "zero_grad", "undefined_grad")
 NOT_REENTRANT = (
     "Backward is not reentrant, i.e., running backward with same input and grad_output "
@@ -158,7 +163,7 @@ def _decide(data, buffers, sent_shapes, call):
             raise wire.Malformed(f"a gradcheck reply that stops before its {PHASES[k]} phase")
         p = phases[k]
         if "raised" in p:
-            raise ImplementationFailure(CRASHED, str(p["raised"])[:2000], call)
+            raise ImplementationFailure(CRASHED, inert(str(p["raised"])[:2000]), call)
         return p["data"]
 
     fwd = phase(0)
@@ -166,6 +171,10 @@ def _decide(data, buffers, sent_shapes, call):
     differentiable = fwd["differentiable"]
     if not isinstance(differentiable, bool):
         raise wire.Malformed("a gradcheck reply that does not say if the output is differentiable")
+    # the numerical Jacobian in the output's dtype (float outputs only), two float64 analytical
+    entries = sum(int(np.prod(s)) for s in sent_shapes) * out.numel()
+    each = (out.element_size() if out.is_floating_point() else 0) + (16 if differentiable else 0)
+    wire.affordable(entries * each, buffers, JACOBIANS, "gradcheck's Jacobians")
     numerical = _numerical(torch, phase(1)["columns"], buffers, out, sent_shapes, call)
     if not differentiable:
         if any(torch.ne(j, 0).sum() > 0 for j in numerical):

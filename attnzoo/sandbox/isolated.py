@@ -10,6 +10,7 @@ import os
 import signal
 import time
 
+from attnzoo.inert import inert
 from attnzoo.options import CALL_SECONDS
 from attnzoo.options import IMPORT_SECONDS as LOAD_SECONDS
 from attnzoo.sandbox import decide, hygiene, offer, wire
@@ -22,7 +23,7 @@ from attnzoo.sandbox.executor import (
     new_handle,
     still_kept,
 )
-from attnzoo.sandbox.target import BadTarget
+from attnzoo.sandbox.target import ZOO_ATTRIBUTES, BadTarget
 from detectors.kit.verdict import CRASHED, HUNG, ImplementationFailure
 
 
@@ -75,16 +76,18 @@ class Isolated:
                                 "if it is only slow, or fix the module") from None
             raise BadTarget(f"{what}: {e.what}: fix the module") from None
         if reply.get("bad") is not None:
-            raise BadTarget(str(reply["bad"])[:2000])
+            raise BadTarget(inert(str(reply["bad"])[:2000]))
         return reply
 
     def describe(self, locator):
+        """What the locator names, as :func:`target.describe` says it; anything else the
+        worker sends is BadTarget, never a fault of attnzoo."""
         info = self._ask({"verb": "describe", "locator": locator},
                          f"{locator} while importing it").get("described")
-        if not isinstance(info, dict) or info.get("kind") not in ("zoo", "lesson", "callable"):
-            raise BadTarget(f"{locator} while importing it: the worker sent no description: "
-                            "fix the module")
-        return info
+        if not _description(info):
+            raise BadTarget(f"{locator} while importing it: the worker sent no usable "
+                            "description: fix the module")
+        return dict(info, id=inert(info["id"])) if info["kind"] == "zoo" else info
 
     def infer_backend(self, locator):
         """Which array library a lesson module speaks, by one probe call under the time limit.
@@ -156,7 +159,7 @@ class Isolated:
             what = reply.get("what")
             if reply["fail"] != CRASHED or not isinstance(what, str):
                 what = "sent a failure attnzoo cannot read"
-            raise ImplementationFailure(CRASHED, what[:2000], request.describe())
+            raise ImplementationFailure(CRASHED, inert(what[:2000]), request.describe())
         return kept_as(decide.decide(reply, out, sent, buffers, request, self.target), handle)
 
     def reread(self, handle):
@@ -189,7 +192,7 @@ class Isolated:
         except wire.Malformed as e:
             self.close()
             raise ImplementationFailure(
-                CRASHED, f"broke attnzoo's protocol: {e}", call) from None
+                CRASHED, inert(f"broke attnzoo's protocol: {e}"), call) from None
         finally:
             if self.output is not None:
                 self.output.drain()
@@ -236,3 +239,16 @@ class Isolated:
 
 
 _PRINTED = "the implementation printed output"
+ID = 200  # characters of a zoo id
+
+
+def _description(info):
+    """Whether ``info`` is a description :func:`target.describe` could have made: a kind, and
+    for a zoo file a plain id and the attribute of each implementation by its backend."""
+    if not isinstance(info, dict) or info.get("kind") not in ("zoo", "lesson", "callable"):
+        return False
+    if info["kind"] != "zoo":
+        return True
+    found, name = info.get("implementations"), info.get("id")
+    return (isinstance(name, str) and 0 < len(name) <= ID and isinstance(found, dict)
+            and all(b in ZOO_ATTRIBUTES and found[b] == ZOO_ATTRIBUTES[b] for b in found))

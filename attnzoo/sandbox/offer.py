@@ -11,6 +11,7 @@ in its own process cannot decide what it is tested on.
 
 import inspect
 
+from attnzoo.inert import inert
 from attnzoo.sandbox.target import (
     LESSON_ARITY,
     LESSON_FUNCTIONS,
@@ -95,7 +96,7 @@ def decide(data, target):
         sig = _signature(f)
         if not _binds(sig, LESSON_ARITY[fn]):
             raise BadTarget(
-                f"{target.locator}: {fn}{f['text']} does not match the contract "
+                f"{target.locator}: {fn}{inert(f['text'])} does not match the contract "
                 f"{LESSON_SIGNATURE[fn]}: fix its parameters"
             )
         out[fn] = None
@@ -117,7 +118,8 @@ def _sdpa(data, target):
         return Manifest({"sdpa": None}, SDPA_KEYWORDS, unsupported, refuses)
     if not _binds(sig, 3):
         raise BadTarget(
-            f"{target.locator}{f['text']} cannot be called as {SDPA_SIGNATURE}: fix its parameters"
+            f"{target.locator}{inert(f['text'])} cannot be called as {SDPA_SIGNATURE}: fix its "
+            "parameters"
         )
     var_kw = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
     accepted = tuple(k for k in SDPA_KEYWORDS if var_kw or k in sig.parameters)
@@ -136,10 +138,11 @@ def _declared(declared, target):
         if "invalid" in value or not (isinstance(strings, list)
                                       and all(isinstance(v, str) for v in strings)):
             raise BadTarget(f"{target.locator}: {name} must be a tuple of strings")
-        out.append(tuple(sorted(strings)) if name == "ATTNZOO_UNSUPPORTED" else tuple(strings))
+        out.append(tuple(sorted(strings)) if name == "ATTNZOO_UNSUPPORTED"
+                   else tuple(inert(v) for v in strings))  # refusals are shown in the report
     bad = unknown(out[0])
     if bad is not None:
-        raise BadTarget(f"{target.locator}: ATTNZOO_UNSUPPORTED names {bad!r}, not a "
+        raise BadTarget(f"{target.locator}: ATTNZOO_UNSUPPORTED names {inert(repr(bad))}, not a "
                         f"capability: use {', '.join(VOCABULARY)}")
     return tuple(out)
 
@@ -157,6 +160,9 @@ def _signature(f):
         return None
     if not isinstance(params, list) or not isinstance(f.get("text"), str):
         raise Malformed("parameters that are not a list")
+    if not all(isinstance(p, dict) and type(p.get("kind")) is int and 0 <= p["kind"] < len(KINDS)
+               and type(p.get("default")) is bool for p in params):
+        raise Malformed("parameters of no kind _function sends")
     try:
         return inspect.Signature([
             inspect.Parameter(p["name"], KINDS[p["kind"]],

@@ -21,6 +21,7 @@ LESSON_SIGNATURE = {
     "attention": "attention(Q, K, V, mask=None)",
     "causal_self_attention": "causal_self_attention(X, W_q, W_k, W_v)",
 }
+ZOO_ATTRIBUTES = {"numpy": "NUMPY", "torch": "TORCH", "sdpa": "SDPA"}  # a zoo file's rows
 SDPA_KEYWORDS = ("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
 SDPA_SIGNATURE = (
     "f(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, "
@@ -174,9 +175,8 @@ def describe(obj, locator="the target"):
     """What a loaded locator is: a zoo file, a lesson-style module or object, or a callable."""
     meta = getattr(obj, "BUG", None) or getattr(obj, "DECOY", None)
     if inspect.ismodule(obj) and meta is not None:
-        names = {"numpy": "NUMPY", "torch": "TORCH", "sdpa": "SDPA"}
-        found = {b: a for b, a in names.items() if hasattr(obj, a)}
-        return {"kind": "zoo", "id": getattr(meta, "id", "?"), "implementations": found}
+        found = {b: a for b, a in ZOO_ATTRIBUTES.items() if hasattr(obj, a)}
+        return {"kind": "zoo", "id": str(getattr(meta, "id", "?")), "implementations": found}
     lesson = [fn for fn in LESSON_FUNCTIONS if callable(getattr(obj, fn, None))]
     if inspect.ismodule(obj):
         return {"kind": "lesson", "functions": lesson}

@@ -5,8 +5,16 @@ A frame is ``[u32 header length][u64 body length][header JSON][body]``; the head
 ``{"array": i, "dtype": name, "shape": [...]}`` pointing at buffer ``i``. Everything the parent
 reads from the worker goes through :func:`read` and :func:`array`: the sizes are bounded, the
 JSON is plain data, and an array is rebuilt only for a dtype on the allow-list :data:`DTYPES`,
-with its byte count checked against its shape. Anything else is :class:`Malformed`: the
-target broke the protocol, which is a verdict on the target, never a fault of attnzoo.
+with its byte count checked against its shape, and each buffer is rebuilt into one array at
+most. Anything else is :class:`Malformed`: the target broke the protocol, which is a verdict on
+the target, never a fault of attnzoo.
+
+What the parent allocates for a frame is bounded by a multiple of the frame itself: its bytes
+are received into memory that grows as they arrive (a length prefix alone sets aside 1 MiB at
+most), parsing its JSON makes Python objects of at most about 30 times its size, an array is a
+copy of its own buffer (converted to float64 at most), and no two arrays can be made of one
+buffer. Whoever builds more from a reply (gradcheck's Jacobians) checks its size against the
+frame's first (:func:`affordable`).
 """
 
 import json
@@ -17,12 +25,14 @@ import time
 
 import numpy as np
 
+from attnzoo.inert import inert
 from reference import FLOAT_DTYPES
 
 PREFIX = struct.Struct(">IQ")
 MAX_HEADER = 1 << 24  # 16 MiB of JSON: far above any honest reply
 MAX_BODY = 1 << 28  # 256 MiB of array bytes: the battery's answers are far smaller
 MAX_NDIM = 32
+GROWTH = 1 << 20  # bytes first set aside for a frame's part, doubled as more arrive
 IOV_MAX = 1024  # buffers one sendmsg may gather (Linux's UIO_MAXIOV)
 
 # dtype name -> the little-endian NumPy dtype its bytes are read as; bfloat16 travels as its
@@ -82,24 +92,36 @@ def read(sock, seconds=None):
     if not isinstance(sizes, list) or not all(_count(s) for s in sizes) or sum(sizes) != blen:
         raise Malformed("a header whose buffer sizes do not add up")
     body = memoryview(_exactly(sock, blen, until))
-    buffers, at = [], 0
+    buffers, at = Buffers(), 0
     for s in sizes:
         buffers.append(body[at:at + s])  # views of the one body: nothing copied
         at += s
     return header, buffers
 
 
+class Buffers(list):
+    """A frame's buffers, remembering which have been rebuilt into an array."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.taken = set()
+
+
 def _exactly(sock, n, until, eof_ok=False):
-    """``n`` bytes, received straight into one bytearray."""
-    data = bytearray(n)
-    view, got = memoryview(data), 0
+    """``n`` bytes, received straight into one bytearray that grows as they arrive: a frame
+    that announces more than it sends costs twice what it sent (or :data:`GROWTH`), not what
+    it announced."""
+    data = bytearray(min(n, GROWTH))
+    got = 0
     while got < n:
+        if got == len(data):
+            data.extend(bytes(min(n, 2 * len(data)) - len(data)))
         if until is not None:
             left = until - time.monotonic()
             if left <= 0:
                 raise TimeoutError("no complete message in time")
             sock.settimeout(left)
-        k = sock.recv_into(view[got:])
+        k = sock.recv_into(memoryview(data)[got:])
         if not k:
             if eof_ok and got == 0:
                 raise EOFError("the connection was closed")
@@ -126,6 +148,11 @@ def array(desc, buffers):
         raise Malformed(f"an array with shape {shape!r}")
     if not (_count(i) and i < len(buffers)):
         raise Malformed("an array that points at no buffer")
+    taken = getattr(buffers, "taken", None)
+    if taken is not None:  # a frame read from a worker: one array per buffer
+        if i in taken:
+            raise Malformed(f"two arrays made of buffer {i}")
+        taken.add(i)
     dtype = DTYPES[name]
     if math.prod(shape) * dtype.itemsize != len(buffers[i]):
         raise Malformed(f"{len(buffers[i])} bytes for a {name} array of shape {tuple(shape)}")
@@ -137,12 +164,21 @@ def array(desc, buffers):
     return a.astype(a.dtype.newbyteorder("=")), name
 
 
+def affordable(nbytes, buffers, factor, what):
+    """Malformed unless ``nbytes`` (what the parent would allocate from a reply) is at most
+    ``factor`` times the bytes of the reply's buffers."""
+    sent = sum(len(b) for b in buffers)
+    if nbytes > factor * sent:
+        raise Malformed(f"{what} of {nbytes} bytes from a reply of {sent}: more than {factor} "
+                        "times what it sent")
+
+
 class NotNumbers(Exception):
     """An answer of a dtype off the allow-list: the implementation returned no numbers."""
 
     def __init__(self, name):
         super().__init__(name)
-        self.name = name if len(name) <= 40 else name[:40] + "…"
+        self.name = inert(name if len(name) <= 40 else name[:40] + "…")
 
 
 def to_target(a, name, backend):
