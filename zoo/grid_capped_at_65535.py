@@ -27,7 +27,7 @@ BUG = Bug(
             "fail at batch 65536",
     caught_by=("matches_loop_oracle", "weights_are_distributions", "batch_consistency",
                "low_precision_agreement", "correct_gradients"),
-    depth="standard",
+    depth="deep",
 )
 
 
