@@ -156,6 +156,7 @@ def run_check(locator, options):
         "command": "check",
         "target": locator,
         "depth": options.depth,
+        "isolation": session.isolation_json(options),
         "implementations": [
             {"target": s["target"], "summary": s["summary"], "diagnosis": s["diagnosis"],
              "findings": [f.to_json() for f in s["findings"]], "not_run": s["not_run"]}

@@ -89,6 +89,9 @@ def add_check_options(p):
         p.add_argument("--" + name.replace("_", "-"), type=float, default=getattr(Options, name),
                        metavar="SECONDS", help=h[name])
     p.add_argument("--only", action="append", metavar="DETECTOR", help=h["only"])
+    p.add_argument("--isolation", choices=options.ISOLATIONS, default=None, help=h["isolation"])
+    p.add_argument("--memory-limit", metavar="SIZE", help=h["memory_limit"])
+    p.add_argument("--scratch-limit", metavar="SIZE", help=h["scratch_limit"])
 
 
 def build_parser():
@@ -196,8 +199,10 @@ def build_parser():
 def cmd_check(args):
     from attnzoo.check import run_check
     from attnzoo.report import text
+    from attnzoo.sandbox.session import isolation_words
 
-    sections, detectors, document, code = run_check(args.target, Options.from_args(args))
+    options = Options.from_args(args)
+    sections, detectors, document, code = run_check(args.target, options)
     unrun = {name for s in sections for name in s["not_run"]}
     if document["summary"]["not_run"] > len([n for s in sections for n in s["not_run"]]):
         unrun |= set(detectors)  # whole implementations the deadline left unloaded
@@ -209,6 +214,7 @@ def cmd_check(args):
     if args.json:
         print(json.dumps(document, indent=1, ensure_ascii=False))
     else:
+        print(isolation_words(options))
         print("\n\n".join(text(s, detectors, args.verbose) for s in sections))
         if args.expect is not None:
             lines = document["expectations"]["lines"]
