@@ -158,6 +158,7 @@ def run_check(locator, options):
         "target": locator,
         "depth": options.depth,
         "deadline": options.deadline or None,
+        "isolation": session.isolation_json(options),
         "implementations": [
             {"target": s["target"], "summary": s["summary"], "diagnosis": s["diagnosis"],
              "findings": [f.to_json() for f in s["findings"]], "not_run": s["not_run"]}

@@ -93,6 +93,9 @@ def add_check_options(p):
         p.add_argument("--" + name.replace("_", "-"), type=float, default=getattr(Options, name),
                        metavar="SECONDS", help=h[name])
     p.add_argument("--only", action="append", metavar="DETECTOR", help=h["only"])
+    p.add_argument("--isolation", choices=options.ISOLATIONS, default=None, help=h["isolation"])
+    p.add_argument("--memory-limit", metavar="SIZE", help=h["memory_limit"])
+    p.add_argument("--scratch-limit", metavar="SIZE", help=h["scratch_limit"])
 
 
 def build_parser():
@@ -200,6 +203,7 @@ def build_parser():
 def cmd_check(args):
     from attnzoo.check import run_check
     from attnzoo.report import text
+    from attnzoo.sandbox.session import isolation_words
 
     options = Options.from_args(args)
     sections, detectors, document, code = run_check(args.target, options)
@@ -215,7 +219,8 @@ def cmd_check(args):
     if args.json:
         out = json.dumps(document, indent=1, ensure_ascii=False)
     else:
-        out = "\n\n".join(text(s, detectors, args.verbose) for s in sections)
+        out = isolation_words(options) + "\n" + "\n\n".join(
+            text(s, detectors, args.verbose) for s in sections)
         if args.expect is not None:
             lines = document["expectations"]["lines"]
             out += f"\nexpectations from {args.expect}:\n" + (

@@ -16,6 +16,7 @@ check something.
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass
 
 CALL_SECONDS = 10.0  # --timeout: one call of the code under test (grade: one test)
@@ -29,6 +30,12 @@ DEADLINES = {"quick": 600.0, "standard": 1800.0, "deep": 7200.0}
 BACKENDS = ("numpy", "torch")  # what a lesson-style module's functions take
 MASK_CONVENTIONS = ("keep", "drop")  # of a bool mask: True may attend, or True is masked
 CAUSAL_ALIGNMENTS = ("top-left", "bottom-right")  # of is_causal when L != S
+ISOLATIONS = ("strict", "process")  # attnzoo.sandbox.confine's levels
+MEMORY_LIMIT = 8 << 30  # --memory-limit: what one worker may allocate
+SCRATCH_LIMIT = 1 << 30  # --scratch-limit: what it may write into its scratch directory
+# the least each may be: a worker with torch imported holds about 250 MiB before it runs anything
+SIZE_FLOORS = {"--memory-limit": 512 << 20, "--scratch-limit": 1 << 20}
+UNITS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}  # binary: 1K is 1024 bytes
 
 HELP = {
     "backend": "what a lesson-style module's functions take (default: inferred, numpy failing "
@@ -58,6 +65,14 @@ HELP = {
     f"{DEADLINES['quick']:g} s at --depth quick, {DEADLINES['standard']:g} s at standard, "
     f"{DEADLINES['deep']:g} s at deep; 0 for none)",
     "only": "run only this detector (repeatable)",
+    "isolation": "what the operating system lets the code under test do: strict (the default "
+    "where the kernel offers Landlock and user namespaces: it writes only to its own scratch "
+    "directory, has no network and cannot signal anything outside its own processes) or "
+    "process (its own processes, with your rights); see docs/sandbox.md",
+    "memory_limit": "memory one worker may allocate, e.g. 512M or 16G (default 8G); past it an "
+    "allocation fails and the call crashes",
+    "scratch_limit": "what one worker may write into its scratch directory (its TMPDIR and "
+    "HOME), e.g. 100M (default 1G)",
 }
 
 
@@ -86,6 +101,10 @@ class Options:
     expect: str | None = None  # an expectations file (attnzoo.expectations)
     shrink: bool = True  # shrink each flagged case to the smallest that still fails
     follow: bool = True  # learn every case's outcome of a flagged detector: the diagnosis
+    isolation: str | None = None  # None: strict where the kernel allows it; built: never None
+    isolation_fallback: str | None = None  # built: why the default is process, not strict
+    memory_limit: int | str | None = None  # bytes, or text as "8G"; built: bytes
+    scratch_limit: int | str | None = None
 
     @classmethod
     def build(cls, **values):
@@ -108,10 +127,16 @@ class Options:
             check_seconds("--deadline", deadline)
         check_device(raw.device)
         check_choices(raw)
+        isolation, fallback = isolation_level(raw.isolation, raw.isolation_fallback)
         return dataclasses.replace(raw, only=only, timeout=timeout, warmup=warmup,
                                    deadline=deadline,
                                    unsupported=declared(raw.unsupported),
-                                   refuses=tuple(raw.refuses or ()))
+                                   refuses=tuple(raw.refuses or ()), isolation=isolation,
+                                   isolation_fallback=fallback,
+                                   memory_limit=size("--memory-limit", raw.memory_limit,
+                                                     MEMORY_LIMIT),
+                                   scratch_limit=size("--scratch-limit", raw.scratch_limit,
+                                                      SCRATCH_LIMIT))
 
     @classmethod
     def from_args(cls, args):
@@ -135,6 +160,40 @@ def check_choices(options):
         if value not in allowed:
             words = ", ".join(a for a in allowed if a is not None)
             raise BadInput(f"{option} must be one of {words}, not {value!r}")
+
+
+def isolation_level(asked, fallback=None):
+    """(level, why the default fell back to process): strict unless the kernel lacks what it
+    needs, when asking for strict is bad input and the default is process, saying why."""
+    if asked not in (None,) + ISOLATIONS:
+        raise BadInput(f"--isolation must be one of {', '.join(ISOLATIONS)}, not {asked!r}")
+    if asked == "process":
+        return asked, fallback
+    from attnzoo.sandbox import confine
+
+    why = confine.unavailable()
+    if why is None:
+        return "strict", None
+    if asked == "strict":
+        raise BadInput(f"--isolation strict: {why}: use --isolation process")
+    return "process", why
+
+
+def size(option, value, default):
+    """A size in bytes, from a number or text with a binary unit (512M, 1.5G, 64K)."""
+    given = value
+    if value is None:
+        value = default
+    if isinstance(value, str):
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", value, re.IGNORECASE)
+        if not m:
+            raise BadInput(f"{option} must be a size such as 512M or 8G, not {value!r}")
+        value = int(float(m[1]) * 1024 ** UNITS[m[2].lower()])
+    if isinstance(value, bool) or not isinstance(value, int) or value < SIZE_FLOORS[option] \
+            or value >= 1 << 62:
+        raise BadInput(f"{option} must be a size from {SIZE_FLOORS[option] >> 20}M, "
+                       f"such as 512M or 8G, not {given!r}")
+    return value
 
 
 def check_seed(seed):

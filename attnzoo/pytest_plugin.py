@@ -5,7 +5,9 @@ its options and does nothing else: no item, no fixture, no hook that changes a r
 each target gets one item per detector, ``causality[mypkg.attn:sdpa]``, run exactly as
 ``attnzoo check`` runs it (the target in a worker process with a time limit per call), and a
 failure carries the same evidence and reproduction. ``--attnzoo-expect FILE`` reads known
-failures (:mod:`attnzoo.expectations`): xfail with the reason, strict. Items are plain pytest
+failures (:mod:`attnzoo.expectations`): xfail with the reason, strict. The worker is isolated
+as ``attnzoo check``'s is (``--attnzoo-isolation``, ``--attnzoo-memory-limit``,
+``--attnzoo-scratch-limit``); the run's header says how. Items are plain pytest
 items, so ``-k``, JUnit XML and pytest-xdist work on them; each xdist worker has its own worker
 process for the target. The project's own kill-matrix plugin (``attnzoo.matrix.plugin``) is a
 separate plugin loaded with ``-p`` and shares nothing with this one.
@@ -20,7 +22,7 @@ from attnzoo.options import BadInput, Options
 
 # the fields of attnzoo.options.Options the plugin takes, each as --attnzoo-<name with dashes>
 SHARED = ("backend", "depth", "dtype", "device", "mask_convention", "causal_alignment", "seed",
-          "timeout", "only", "expect")
+          "timeout", "only", "expect", "isolation", "memory_limit", "scratch_limit")
 
 
 def pytest_addoption(parser):
@@ -49,6 +51,11 @@ def pytest_addoption(parser):
                 help=h["only"])
     g.addoption("--attnzoo-expect", metavar="FILE", default=None,
                 help="expectations file (TOML) of known failures: xfail, strict")
+    g.addoption("--attnzoo-isolation", choices=options.ISOLATIONS, default=None,
+                help=h["isolation"])
+    g.addoption("--attnzoo-memory-limit", metavar="SIZE", default=None, help=h["memory_limit"])
+    g.addoption("--attnzoo-scratch-limit", metavar="SIZE", default=None,
+                help=h["scratch_limit"])
 
 
 def pytest_configure(config):
@@ -88,14 +95,20 @@ class Conformance:
         self.executor = None
         self.battery = None
 
+    def pytest_report_header(self, config):
+        from attnzoo.sandbox.session import isolation_words
+
+        return f"attnzoo: {isolation_words(self.options)}"
+
     def start(self):
         if self.executor is None:
             from attnzoo.sandbox.isolated import Isolated
+            from attnzoo.sandbox.session import isolation
             from detectors.kit.battery import Battery
 
             o = self.options
             self.executor = Isolated(call_seconds=o.timeout, load_seconds=o.import_timeout,
-                                     warmup_seconds=o.warmup)
+                                     warmup_seconds=o.warmup, isolation=isolation(o))
             self.battery = Battery(o.seed, depth=o.depth)
         return self.executor
 

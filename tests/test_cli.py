@@ -337,7 +337,8 @@ def test_noisy_implementation_does_not_pollute_the_report():
     p = console("check", f"{TARGETS}/noisy.py")
     assert p.returncode == 0, p.stdout
     assert said(p.stderr) == ""
-    lines = p.stdout.splitlines()
+    isolation, *lines = p.stdout.splitlines()
+    assert isolation.startswith("isolation: ")  # test_isolation.py: what it says
     assert lines[0].startswith(f"{TARGETS}/noisy.py: lesson contract")
     assert lines[-1].startswith("summary: ") and lines[-1].endswith("— conformant")
     noisy = [line for line in lines if NOISE.search(line)]
@@ -370,7 +371,7 @@ def test_correct_implementations_exit_0(argv):
     assert said(p.stderr) == ""
     contract = "sdpa contract, torch" if ":" in argv[0] else \
         f"lesson contract, {argv[-1] if '--backend' in argv else 'numpy'}"
-    assert p.stdout.startswith(f"{argv[0]}: {contract} backend, ")
+    assert p.stdout.splitlines()[1].startswith(f"{argv[0]}: {contract} backend, ")
     assert p.stdout.splitlines()[-1].endswith("— conformant")
     assert "FLAGGED" not in p.stdout and "CRASH" not in p.stdout
 
@@ -444,7 +445,7 @@ def test_causal_bottom_right_passes_when_declared():
     checks = only("causal_alignment", "matches_loop_oracle")
     default = attnzoo("check", "zoo/causal_bottom_right.py", *checks)
     assert default.returncode == 1
-    assert "causal alignment top-left" in default.stdout.splitlines()[0]
+    assert "causal alignment top-left" in default.stdout.splitlines()[1]
     declared, doc = check_json("zoo/causal_bottom_right.py", "--causal-alignment",
                                "bottom-right", "--seed", "3", *checks)
     assert declared.returncode == doc["exit_code"] == 0, declared.stdout

@@ -80,6 +80,9 @@ def test_built_options_are_frozen_and_normalised():
                                       "attnzoo detectors"]),
     ({"unsupported": "flash"}, ["--unsupported: unknown capability 'flash'"]),
     ({"unsupported": "help"}, ["--unsupported takes a comma-separated list of", "gqa"]),
+    ({"isolation": "none"}, ["--isolation must be one of strict, process, not 'none'"]),
+    ({"memory_limit": "8 gigs"}, ["--memory-limit must be a size such as 512M or 8G"]),
+    ({"scratch_limit": 512}, ["--scratch-limit must be a size from 1M", "not 512"]),
 ])
 def test_a_bad_value_is_one_line_naming_the_option(given, words):
     with pytest.raises(BadInput) as caught:
@@ -88,6 +91,12 @@ def test_a_bad_value_is_one_line_naming_the_option(given, words):
     assert "\n" not in line
     for word in words:
         assert word in line, f"{word!r} not in {line!r}"
+
+
+@pytest.mark.parametrize("given, size", [("8G", 8 << 30), ("1.5g", 3 << 29), ("640MiB", 640 << 20),
+                                         (2 << 30, 2 << 30)])
+def test_sizes_are_read_in_binary_units(given, size):
+    assert Options.build(memory_limit=given).memory_limit == size
 
 
 def test_the_command_line_builds_the_same_options():

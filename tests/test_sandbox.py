@@ -152,12 +152,18 @@ def as_from_a_terminal():
     signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
 
 
+# the target writes its pids into a file of the test's, which only process isolation lets it do;
+# test_isolation.py shows that nothing outlives a strict run either
+RECORDING = ("--isolation", "process")
+
+
 @pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129),
                                        (signal.SIGINT, 130)], ids=["TERM", "HUP", "INT"])
 def test_signal_during_a_hang_leaves_no_process(tmp_path, sig, code):
     record = tmp_path / "pids"
     proc = subprocess.Popen(
-        [ATTNZOO, "check", f"{TARGETS}/spawns.py", "--timeout", "60", *only("known_answers")],
+        [ATTNZOO, "check", f"{TARGETS}/spawns.py", "--timeout", "60", *only("known_answers"),
+         *RECORDING],
         cwd=REPO, env=env(ATTNZOO_TEST_PIDS=record, ATTNZOO_TEST_HANG=1),
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
         preexec_fn=as_from_a_terminal)
@@ -178,7 +184,7 @@ def test_signal_during_a_hang_leaves_no_process(tmp_path, sig, code):
 
 def test_background_children_die_with_the_run(tmp_path):
     record = tmp_path / "pids"
-    p, doc = check(f"{TARGETS}/spawns.py", *only("known_answers"),
+    p, doc = check(f"{TARGETS}/spawns.py", *only("known_answers"), *RECORDING,
                    env=env(ATTNZOO_TEST_PIDS=record))
     assert p.returncode == 0, p.stdout
     seen = pids(record)

@@ -2,30 +2,55 @@
 
 The worker starts in a new session (so it has no controlling terminal and is the leader of its
 own process group), with stdin from /dev/null and stdout/stderr into a pipe that the parent
-drains into :class:`Capture` (head and tail kept, the rest counted). :func:`kill` ends the
-worker's group, everything in its session, and (with :func:`install` called, as ``attnzoo
-check`` does) every orphan of it that was re-parented to attnzoo. :func:`install` also makes
-SIGTERM, SIGHUP and SIGINT end the run at once (exit 128 + the signal), and they and
-interpreter exit kill every live worker first.
+drains into :class:`Capture` (head and tail kept, the rest counted). Given an isolation
+(:mod:`attnzoo.sandbox.confine`), it gets a scratch directory of its own as TMPDIR and HOME and
+confines itself before it runs anything else; a worker that could not is killed and the run
+stops. :func:`kill` ends the worker's group, everything in its session, and (with
+:func:`install` called, as ``attnzoo check`` does) every orphan of it that was re-parented to
+attnzoo, then removes its scratch. :func:`install` also makes SIGTERM, SIGHUP and SIGINT end
+the run at once (exit 128 + the signal), and they and interpreter exit kill every live worker
+first; and it makes attnzoo undumpable, so that no worker of its user can ptrace it.
+
+Before the first worker that can write files starts (any but a strict one), the parent imports
+every module it may need while the detectors run (:data:`PARENT_PACKAGES`,
+:data:`PARENT_MODULES`): a target that rewrote one of their files would otherwise run its code
+in the parent. A strict worker can change no file, so a strict run skips these imports (a
+NumPy-only check never imports torch in the parent).
 """
 
 import atexit
 import contextlib
 import ctypes
+import importlib
 import os
+import pkgutil
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
-from attnzoo.sandbox import zygote
+from attnzoo.sandbox import confine, lifeline, zygote
 
 HEAD = TAIL = 64 * 1024  # bytes of the implementation's output kept at each end
 PR_SET_CHILD_SUBREAPER = 36
 
+# what the parent may import on the way to a verdict (the oracles of each backend, the
+# detectors and their kit, the runner, the report's helpers): every module of these packages,
+# and these modules
+PARENT_PACKAGES = ("detectors", "reference", "attnzoo.diagnosis")
+PARENT_MODULES = ("numpy", "numpy.random", "torch", "attnzoo.runner", "attnzoo.report",
+                  "attnzoo.shrink", "attnzoo.expectations", "attnzoo.check")
+# where a program looks for a home, a cache or a bus other than HOME: left out, so that it
+# falls back on HOME, the scratch
+ENV_DROPPED = ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
+               "XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS")
+
 _live = {}  # pid -> Popen of workers not yet killed
 _installed = False
+_imported = False
 
 
 class Capture:
@@ -67,20 +92,56 @@ class Capture:
         return lines[0] if lines else ""
 
 
-def spawn(wire_fd, env):
+def spawn(wire_fd, env, isolation=None):
     """Start a worker in its own session, speaking on ``wire_fd``, forked from the server that
-    has torch imported (:mod:`attnzoo.sandbox.zygote`); returns (its process, Capture of its
+    has torch imported (:mod:`attnzoo.sandbox.zygote`) and confined to ``isolation`` (a
+    :class:`confine.Isolation`, or None: not confined); returns (its process, Capture of its
     output)."""
+    prepare(isolation)
+    scratch = confinement = None
+    if isolation is not None:
+        scratch = tempfile.mkdtemp(prefix="attnzoo-scratch-")
+        env = {k: v for k, v in env.items() if k not in ENV_DROPPED}
+        env.update(TMPDIR=scratch, TMP=scratch, TEMP=scratch, HOME=scratch)
+        confinement = isolation.request(scratch)
     read, write = os.pipe()
     try:
-        proc = zygote.spawn(wire_fd, write, env)
+        proc = zygote.spawn(wire_fd, write, env, confinement)
     except BaseException:
         os.close(read)
+        _remove(scratch)
         raise
     finally:
         os.close(write)
+    proc.scratch = scratch
     _live[proc.pid] = proc
-    return proc, Capture(open(read, "rb", buffering=0))
+    capture = Capture(open(read, "rb", buffering=0))
+    if isolation is not None and proc.confined != isolation.level:
+        kill(proc)
+        capture.stream.close()
+        raise OSError(f"the worker could not be confined ({isolation.level} isolation): "
+                      f"{proc.unconfined or 'it died first'}")
+    return proc, capture
+
+
+def prepare(isolation=None):
+    """Before a worker starts: start the worker server (it imports meanwhile) and, unless the
+    worker is strict (then it can change no file), import every module this process may need
+    later, once."""
+    global _imported
+    zygote.start()
+    if _imported or (isolation is not None and isolation.level == confine.STRICT):
+        return
+    _imported = True
+    names = list(PARENT_MODULES)
+    for package in PARENT_PACKAGES:
+        found = importlib.import_module(package)
+        names += [m.name for m in pkgutil.walk_packages(found.__path__, package + ".")]
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # torch is optional: no torch target can run without it either
+            pass
 
 
 def wait_readable(sock, capture, seconds):
@@ -119,6 +180,13 @@ def kill(proc):
         pass
     _live.pop(pid, None)
     _reap_orphans()
+    _remove(getattr(proc, "scratch", None))
+
+
+def _remove(scratch):
+    """The worker's scratch, once nothing of it runs (strict: the mount point, left empty)."""
+    if scratch is not None:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _signal_group(pgid):
@@ -211,6 +279,7 @@ def install():
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     except (OSError, AttributeError):
         pass
+    lifeline.dumpable(False)  # no worker ptraces attnzoo (strict's Landlock forbids it anyway)
     atexit.register(kill_all)
 
 

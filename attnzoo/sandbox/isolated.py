@@ -33,12 +33,14 @@ class Isolated:
     Time: importing gets ``load_seconds``; the first call of each function in each worker gets
     ``warmup_seconds`` (a compile, a cache fill) unless that function already hung through
     one; every other call ``call_seconds``; nothing runs past ``deadline`` (a
-    time.monotonic() value), which raises DeadlineReached.
+    time.monotonic() value), which raises DeadlineReached. Every worker is confined to
+    ``isolation`` (:class:`attnzoo.sandbox.confine.Isolation`; None: not confined).
     """
 
     def __init__(self, target=None, call_seconds=CALL_SECONDS, load_seconds=LOAD_SECONDS,
-                 warmup_seconds=None, deadline=None, on_call=None):
+                 warmup_seconds=None, deadline=None, on_call=None, isolation=None):
         self.target = target
+        self.isolation = isolation
         self.call_seconds = call_seconds
         self.load_seconds = load_seconds
         self.warmup_seconds = call_seconds if warmup_seconds is None else warmup_seconds
@@ -56,8 +58,13 @@ class Isolated:
     def _spawn(self):
         parent, child = wire.pair()
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self.proc, self.output = hygiene.spawn(child.fileno(), env)
-        child.close()
+        try:
+            self.proc, self.output = hygiene.spawn(child.fileno(), env, self.isolation)
+        except BaseException:
+            parent.close()
+            raise
+        finally:
+            child.close()
         self.sock = parent
         self.warm = set()
         self.lost.update(self.issued)  # what the old worker kept died with it

@@ -1,7 +1,8 @@
 """One ``attnzoo check`` run in the sandbox: its worker, its deadline and its progress line.
 
 :func:`executor` installs the process hygiene (every exit path kills the worker's whole group)
-and starts the worker with the time options; :func:`run_all` runs the detectors in order until
+and starts the worker with the time options and the isolation (saying on stderr when the
+default fell back from strict to process); :func:`run_all` runs the detectors in order until
 the deadline, returning the findings and the names of the detectors that did not run, so the
 report can say exactly what was and was not checked.
 """
@@ -12,7 +13,7 @@ import sys
 import threading
 import time
 
-from attnzoo.sandbox import hygiene
+from attnzoo.sandbox import confine, hygiene
 from attnzoo.sandbox.executor import DeadlineReached
 from attnzoo.sandbox.isolated import Isolated
 
@@ -97,11 +98,47 @@ class Progress:
 
 
 def executor(args, progress):
-    """The worker for a check run, with its time options; hygiene installed first."""
+    """The worker for a check run, with its time options and isolation; hygiene installed
+    first."""
     hygiene.install()
+    if args.isolation_fallback:
+        print(f"attnzoo: {fallback_line(args)}", file=sys.stderr)
     deadline = time.monotonic() + args.deadline if args.deadline else None  # 0: none
     return Isolated(call_seconds=args.timeout, load_seconds=args.import_timeout,
-                    warmup_seconds=args.warmup, deadline=deadline, on_call=progress.call)
+                    warmup_seconds=args.warmup, deadline=deadline, on_call=progress.call,
+                    isolation=isolation(args))
+
+
+def isolation(options):
+    """The :class:`confine.Isolation` built options ask for."""
+    return confine.Isolation(options.isolation, options.memory_limit, options.scratch_limit)
+
+
+def fallback_line(options):
+    return (f"isolation process, not strict: {options.isolation_fallback}; the code under "
+            "test runs with your rights: your files, your processes, your network")
+
+
+def isolation_words(options):
+    """The report's line on the isolation in force."""
+    level = options.isolation
+    what = (confine.STRICT_WORDS if level == confine.STRICT else confine.PROCESS_WORDS)
+    line = (f"isolation: {level}: {what}; memory {_size(options.memory_limit)}, scratch "
+            f"{_size(options.scratch_limit)}")
+    return line + (f" ({options.isolation_fallback})" if options.isolation_fallback else "")
+
+
+def isolation_json(options):
+    """The report's ``isolation`` object (docs/check-json.md)."""
+    return {"level": options.isolation, "memory_limit": options.memory_limit,
+            "scratch_limit": options.scratch_limit, "fallback": options.isolation_fallback}
+
+
+def _size(n):
+    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):g}{unit}"
+    return f"{n}B"
 
 
 def run_all(chosen, subject, battery, run, progress, offset=0, total=None):

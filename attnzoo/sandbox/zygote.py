@@ -32,12 +32,13 @@ import sys
 import threading
 import time
 
-from attnzoo.sandbox import lifeline, worker
+from attnzoo.sandbox import confine, lifeline, worker
 
 PRELOAD = ["numpy", "torch", "detectors.kit.verdict", "attnzoo.sandbox.decide",
            "attnzoo.sandbox.offer", "attnzoo.sandbox.probes", "attnzoo.sandbox.target",
            "attnzoo.sandbox.wire", "attnzoo.sandbox.worker"]
 START_SECONDS = 120.0  # from a request to its pid, the server's own imports included
+CONFINE_SECONDS = 30.0  # from a fork to the child's word on its confinement
 _lock = threading.Lock()
 _server = None
 
@@ -57,7 +58,8 @@ class Server:
         self.alive, self.mutex = True, threading.Lock()
 
     def fork(self, request, fds):
-        """A new child's pid, or None when the server is gone."""
+        """The server's word on a new child (its ``pid``, and ``confined`` to the level asked or
+        ``unconfined``: why not), or None when the server is gone."""
         try:
             socket.send_fds(self.sock, [json.dumps(request).encode()], fds)
         except OSError:
@@ -103,15 +105,17 @@ class Server:
         if "exit" in message:
             self.codes[message["exit"]] = message["code"]
         if "pid" in message:
-            self.forked.append(message["pid"])
+            self.forked.append(message)
         return message
 
 
 class Forked:
-    """A worker forked by the server, watched like a ``subprocess.Popen``."""
+    """A worker forked by the server, watched like a ``subprocess.Popen``; ``confined`` is the
+    isolation level it confined itself to, ``unconfined`` why it could not."""
 
-    def __init__(self, pid, server):
-        self.pid, self.server, self.returncode = pid, server, None
+    def __init__(self, message, server):
+        self.pid, self.server, self.returncode = message["pid"], server, None
+        self.confined, self.unconfined = message.get("confined"), message.get("unconfined")
 
     def poll(self):
         if self.returncode is None:
@@ -126,9 +130,14 @@ class Forked:
         return self.returncode
 
 
-def spawn(wire_fd, out_fd, env):
-    """Fork a worker that speaks on ``wire_fd`` and writes into ``out_fd``; its ``Forked``."""
-    return _fork({"run": "worker", "env": env, "cwd": os.getcwd()}, [wire_fd, out_fd])
+def spawn(wire_fd, out_fd, env, confinement=None):
+    """Fork a worker that speaks on ``wire_fd`` and writes into ``out_fd``, confined by
+    ``confinement`` (:meth:`confine.Isolation.request`) before it runs anything else; its
+    ``Forked``."""
+    request = {"run": "worker", "env": env, "cwd": os.getcwd()}
+    if confinement is not None:
+        request["confine"] = confinement
+    return _fork(request, [wire_fd, out_fd])
 
 
 def spawn_pytest(args, cwd, env, output):
@@ -146,15 +155,23 @@ def preload(*names):
     PRELOAD.extend(n for n in names if n not in PRELOAD)
 
 
+def start():
+    """Start the server now, if none runs, so that it imports while this process goes on."""
+    global _server
+    with _lock:
+        if _server is None or not _server.alive:
+            _server = Server()
+
+
 def _fork(request, fds):
     global _server
     with _lock:
         for _ in range(2):  # a server the last target killed is started again, once
             if _server is None or not _server.alive:
                 _server = Server()
-            pid = _server.fork(request, fds)
-            if pid is not None:
-                return Forked(pid, _server)
+            message = _server.fork(request, fds)
+            if message is not None:
+                return Forked(message, _server)
         raise OSError("the worker server did not start")
 
 
@@ -187,6 +204,7 @@ def server_pid():
 
 def serve(fd, modules):
     lifeline.die_with_parent()
+    lifeline.dumpable(False)  # no worker can ptrace the server (its children undo this)
     sock = socket.socket(fileno=fd)
     for name in modules:
         __import__(name)
@@ -203,12 +221,15 @@ def serve(fd, modules):
             message, fds, _, _ = socket.recv_fds(sock, 1 << 20, 2)
             if not message:
                 return  # attnzoo is gone: so are the workers (their parent-death signal)
+            word, said = os.pipe()
             pid = os.fork()
             if pid == 0:
-                _become_child(json.loads(message), fds, (sock.fileno(), wake_r, wake_w))
+                os.close(word)
+                _become_child(json.loads(message), fds, (sock.fileno(), wake_r, wake_w), said)
+            os.close(said)
             for f in fds:
                 os.close(f)
-            sock.send(json.dumps({"pid": pid}).encode())
+            sock.send(json.dumps({"pid": pid, **_heard(word)}).encode())
 
 
 def _report_exits(sock):
@@ -222,9 +243,28 @@ def _report_exits(sock):
         sock.send(json.dumps({"exit": pid, "code": os.waitstatus_to_exitcode(status)}).encode())
 
 
-def _become_child(request, fds, server_fds):
+def _heard(word):
+    """The child's word on its confinement (JSON, then end of file), read before anything of
+    the target runs in it; a child that dies or stalls first is unconfined."""
+    data = b""
+    until = time.monotonic() + CONFINE_SECONDS
+    try:
+        while (left := until - time.monotonic()) > 0 and select.select([word], [], [], left)[0]:
+            chunk = os.read(word, 4096)
+            if not chunk:
+                return json.loads(data or b"{}")
+            data += chunk
+        return {"unconfined": f"no word on its confinement within {CONFINE_SECONDS:g} s"}
+    except ValueError:
+        return {"unconfined": "an unreadable word on its confinement"}
+    finally:
+        os.close(word)
+
+
+def _become_child(request, fds, server_fds, said):
     """In the child: what ``python -m attnzoo.sandbox.worker FD`` (or ``python -m pytest
-    ARGS``) in ``cwd`` would be. Never returns."""
+    ARGS``) in ``cwd`` would be, confined first if the request says so; its word on that goes
+    to ``said``. Never returns."""
     import io
 
     code = 1
@@ -235,6 +275,7 @@ def _become_child(request, fds, server_fds):
             os.close(f)
         wire_fd, out_fd = fds
         os.setsid()
+        lifeline.dumpable(True)  # as any process is: attnzoo reads its /proc entries
         lifeline.die_with_parent()
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
@@ -249,6 +290,7 @@ def _become_child(request, fds, server_fds):
         os.environ.clear()
         os.environ.update(request["env"])
         sys.path[0] = request["cwd"]
+        _confine(request.get("confine"), said)
         if request.get("run") == "pytest":
             os.close(wire_fd)  # a second copy of the output file: a pytest run has no wire
             code = _pytest(request["args"], request["env"])
@@ -272,6 +314,23 @@ def _become_child(request, fds, server_fds):
             except Exception:  # noqa: BLE001
                 pass
         os._exit(code & 0xFF if isinstance(code, int) else 1)
+
+
+def _confine(asked, said):
+    """Raise the walls asked for, then say so (or why not) and close ``said`` before anything
+    else runs; a child that could not be confined exits."""
+    word = {}
+    if asked:
+        try:
+            confine.apply(**asked)
+            lifeline.die_with_parent()  # kept across the new user namespace; said again
+            word = {"confined": asked["level"]}
+        except OSError as e:
+            word = {"unconfined": str(e)}
+    os.write(said, json.dumps(word).encode())
+    os.close(said)
+    if "unconfined" in word:
+        raise SystemExit(f"attnzoo: the worker could not be confined: {word['unconfined']}")
 
 
 def _pytest(args, env):
