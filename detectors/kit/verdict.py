@@ -51,6 +51,9 @@ class Evidence:
     # builds ``snippet`` when it is first wanted: a reproduction is checked line by line, which
     # for a large case costs seconds, and most failing cases of a detector never print one
     make: object = field(default=None, repr=False, compare=False)
+    # ``scripted(about)``: the standalone reproduction (detectors.kit.script), with ``about``
+    # as its opening comment lines; built only for the cases a diagnosis names
+    scripted: object = field(default=None, repr=False, compare=False)
 
     def resolve(self):
         """Fill in ``snippet`` if it was left to be built; the evidence, for chaining."""
