@@ -16,6 +16,7 @@ check something.
 
 import dataclasses
 import math
+import os
 from dataclasses import dataclass
 
 CALL_SECONDS = 10.0  # --timeout: one call of the code under test (grade: one test)
@@ -52,6 +53,8 @@ HELP = {
     f"cache fill (default {WARMUP_SECONDS:g}, or --timeout when that is given)",
     "deadline": "stop after this long overall and report which detectors did not run",
     "only": "run only this detector (repeatable)",
+    "repro_dir": "write one standalone reproduction script per root cause into DIR (created if "
+    "its parent exists), run each once and report whether it reproduces",
 }
 
 
@@ -80,6 +83,7 @@ class Options:
     expect: str | None = None  # an expectations file (attnzoo.expectations)
     shrink: bool = True  # shrink each flagged case to the smallest that still fails
     follow: bool = True  # learn every case's outcome of a flagged detector: the diagnosis
+    repro_dir: str | None = None  # where a reproduction script per root cause is written
 
     @classmethod
     def build(cls, **values):
@@ -101,6 +105,8 @@ class Options:
             check_seconds("--deadline", raw.deadline)
         check_device(raw.device)
         check_choices(raw)
+        if raw.repro_dir is not None:
+            check_repro_dir(raw.repro_dir)
         return dataclasses.replace(raw, only=only, timeout=timeout, warmup=warmup,
                                    unsupported=declared(raw.unsupported),
                                    refuses=tuple(raw.refuses or ()))
@@ -127,6 +133,24 @@ def check_choices(options):
         if value not in allowed:
             words = ", ".join(a for a in allowed if a is not None)
             raise BadInput(f"{option} must be one of {words}, not {value!r}")
+
+
+def check_repro_dir(path):
+    """A folder reproductions can be written to: one that exists, or one whose parent does."""
+    where = os.path.abspath(path) if path else ""
+    if not path or not path.strip():
+        why = "is empty"
+    elif os.path.isdir(where):
+        why = "" if os.access(where, os.W_OK | os.X_OK) else "is not writable"
+    elif os.path.lexists(where):
+        why = "exists and is not a folder"
+    elif not os.path.isdir(os.path.dirname(where)):
+        why = f"cannot be created: its parent {os.path.dirname(where)} is not a folder"
+    else:
+        why = "" if os.access(os.path.dirname(where), os.W_OK | os.X_OK) else \
+            "cannot be created: its parent is not writable"
+    if why:
+        raise BadInput(f"--repro-dir {path!r} {why}: name a folder to write the reproductions to")
 
 
 def check_seed(seed):
