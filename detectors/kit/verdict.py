@@ -55,6 +55,12 @@ class Evidence:
     # as its opening comment lines; built only for the cases a diagnosis names
     scripted: object = field(default=None, repr=False, compare=False)
 
+    def __getstate__(self):
+        """Pickled (a finding sent from one process to another, as the kill matrix's are)
+        without the script builder, which holds every array of the calls: a script is built
+        in the process that found the case, or not at all."""
+        return {**self.__dict__, "scripted": None}
+
     def resolve(self):
         """Fill in ``snippet`` if it was left to be built; the evidence, for chaining."""
         if self.make is not None and not self.snippet:
