@@ -88,7 +88,8 @@ def lines(r):
         return []
     if r["file"] is None:
         return [f"     reproduction: not written ({r['why']})"]
-    shown = [ln for ln in r["output"] if ": expected " in ln or ln.startswith("got ")]
+    shown = [ln for ln in r["output"]
+             if ": expected " in ln or ln.startswith(("expected ", "got "))]
     status = r["status"]
     if status == ERROR:
         shown = r["output"][-1:]

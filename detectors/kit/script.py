@@ -93,7 +93,7 @@ def refuse(target, requests, claim):
 
 def _exact(request):
     """Can the exact attention written out in the script answer this call?"""
-    return not request.kwargs.get("dropout_p") and not request.gradcheck
+    return not request.kwargs.get("dropout_p")
 
 
 def _judged(requests, claim):
@@ -378,9 +378,9 @@ class Calls:
         handle = getattr(request, "handle", None)  # set by the subject for a kept call
         named = handle in refilled or request.refill in made  # its arrays are the list a{n}
         parts, arrays, raw, before = [], [], {}, []
+        backward = request.grad is not None or request.gradcheck
         wrt = _wrt(request) if claim is not None and (
-            claim.kind == "gradient" or claim.kind == "answer" and request.grad is not None) \
-            else ()
+            claim.kind == "gradient" or claim.kind == "answer" and backward) else ()
         for i, (name, a) in enumerate(list(zip(names, request.args))
                                       + list(request.kwargs.items())):
             positional = i < len(request.args)
