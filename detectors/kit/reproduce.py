@@ -98,14 +98,15 @@ def _cost(lines):
     return sum(line.count("\n") + 1 + len(line) / 80 for line in lines)
 
 
+SHORT = 8  # an index order this long or shorter is written out where it is used
 TAKE = re.compile(r"np\.take\((\w+), (\[[0-9, ]+\]), axis=(-?[0-9]+)\)")
 
 
 class Builder:
     """Lines that rebuild a snippet's arrays, each run and checked as it is added.
 
-    With ``orders``, an index order an array is taken by (a permutation, some rows) is named
-    once, readably (``perm = np.roll(np.arange(130), 1)``), and every later array tried with
+    With ``orders``, an index order an array is taken by (a permutation, some rows), when
+    longer than SHORT, is named once, readably (``perm = np.roll(np.arange(130), 1)``), and every later array tried with
     the orders named so far first, so a permutation of queries and of their mask rows is one
     name rather than two long lists."""
 
@@ -155,8 +156,9 @@ class Builder:
         if not any(TAKE.search(line) for line in lines):
             return best
         before = (list(self.lines), dict(self.orders), dict(self.scope))
-        named = [TAKE.sub(lambda m: f"np.take({m[1]}, {self.order(ast.literal_eval(m[2]))}, "
-                          f"axis={m[3]})", line) for line in lines]
+        named = [TAKE.sub(lambda m: m[0] if m[2].count(",") < SHORT else
+                          f"np.take({m[1]}, {self.order(ast.literal_eval(m[2]))}, axis={m[3]})",
+                          line) for line in lines]
         made = self._run(a, var, named, self._trial(), dict(self.rngs))
         if made is None:
             self.lines, self.orders, self.scope = before

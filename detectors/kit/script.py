@@ -15,7 +15,7 @@ import os
 import numpy as np
 
 from detectors.kit.calls import ARG_NAMES, RETURNS
-from detectors.kit.reproduce import Builder, caller_actions, cast
+from detectors.kit.reproduce import SHORT, Builder, caller_actions, cast
 from detectors.kit.tolerance import EPS, FLOAT64_ATOL
 
 # the allowance of a comparison that stated none (a property in words, a crash): float64's
@@ -24,7 +24,6 @@ UNITS = {"float64": FLOAT64_ATOL, **{d: 64 * e for d, e in EPS.items() if d != "
 LESSON_OUTPUTS = {"attention": ("out", "weights"), "causal_self_attention": ("out", "weights"),
                   "softmax": ("softmax",), "causal_mask": ("mask",), "sdpa": ("out",)}
 SDPA_KEYWORDS = ("attn_mask", "is_causal", "scale", "enable_gqa")
-SHORT = 8  # an index order this long or shorter is written out where it is used
 
 
 class NoScript(Exception):
@@ -219,7 +218,7 @@ _DIFFERS = [
     "        return False",
     "    at = np.unravel_index(np.argmax(diff), diff.shape)",
     "    far = int(np.sum(diff > atol))",
-    '    print(f"{what}{list(map(int, at))}: expected {float(expected[at])!r}, "',
+    '    print(f"{what} at {list(map(int, at))}: expected {float(expected[at])!r}, "',
     '          f"got {float(got[at])!r}, difference {float(diff[at]):.3g} "',
     '          f"(allowed {atol:.3g}; {far} of {diff.size} entries differ by more)")',
     "    return far > 0",
