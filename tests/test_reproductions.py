@@ -191,3 +191,52 @@ def test_orders_are_named_once_and_readably():
     assert text.count("perm = np.roll(np.arange(130), 1)") == 1
     assert "Q2 = np.take(Q1, perm, axis=-2)" in text
     assert "mask4 = np.take(mask3, perm, axis=-2)" in text
+
+
+@pytest.mark.parametrize("contract,backend,convention,alignment", [
+    ("sdpa", "torch", "keep", "top-left"), ("sdpa", "torch", "drop", "bottom-right"),
+    ("lesson", "numpy", "keep", "top-left"), ("lesson", "torch", "drop", "top-left")])
+def test_the_written_out_attention_is_the_oracle(contract, backend, convention, alignment):
+    """The exact attention a script defines, run as the script runs it, against
+    reference.exact on random calls: masks of either kind, is_causal, GQA, a scale."""
+    import torch
+
+    from detectors.kit.calls import Request
+    from detectors.kit.script import _exact_helpers
+    from reference import exact
+
+    class Target:
+        mask_convention, causal_alignment = convention, alignment
+
+    Target.contract, Target.backend = contract, backend
+    fns = ("sdpa",) if contract == "sdpa" else ("attention", "causal_self_attention")
+    scope = {"np": np, "torch": torch}
+    exec("\n".join(_exact_helpers(Target, [Request(fn, ()) for fn in fns])), scope)  # noqa: S102
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        L, S, gqa = int(rng.integers(1, 6)), int(rng.integers(1, 6)), bool(rng.integers(2))
+        gqa = gqa and contract == "sdpa"
+        q, k, v = (rng.standard_normal((2, 4 if n == "q" or not gqa else 2, T, 3))
+                   for n, T in (("q", L), ("k", S), ("v", S)))
+        keep = rng.random((2, 1, L, S)) < 0.5
+        bias = np.where(rng.random((L, S)) < 0.3, -np.inf, rng.standard_normal((L, S)))
+        sent = keep if convention == "keep" else ~keep
+        if contract == "lesson":
+            got = scope["attention"](q, k, v, sent)
+            want = exact.attend(q, k, v, mask=keep)
+            for a, b in zip(got, want):
+                np.testing.assert_allclose(np.asarray(a), b, atol=1e-12)
+            continue
+        causal, scale = bool(rng.integers(2)), [None, 0.7][int(rng.integers(2))]
+        for mask, kwargs in ((sent, {"mask": keep}), (bias, {"bias": bias}), (None, {})):
+            got = scope["attention"](q, k, v, attn_mask=mask, is_causal=causal, scale=scale,
+                                     enable_gqa=gqa)
+            want = exact.attend(q, k, v, scale=scale, causal=alignment if causal else None,
+                                gqa=gqa, **kwargs)[0]
+            np.testing.assert_allclose(got.numpy(), want, atol=1e-12)
+    if contract == "lesson":
+        x, w = rng.standard_normal((2, 5, 4)), rng.standard_normal((3, 4, 3))
+        got = scope["causal_self_attention"](x, *w)
+        want = exact.attend(x @ w[0], x @ w[1], x @ w[2], causal="top-left")
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(np.asarray(a), b, atol=1e-12)

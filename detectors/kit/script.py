@@ -252,7 +252,7 @@ def _exact_helpers(target, requests):
     fns = {r.fn for r in requests}
     drop = target.mask_convention == "drop"
     if target.contract == "sdpa":
-        return _sdpa(requests, drop, target.causal_alignment) + _softmax(torch)
+        return _sdpa(drop, target.causal_alignment) + _softmax(torch)
     if "causal_self_attention" in fns:
         fns |= {"attention", "causal_mask"}
     lines = _softmax(torch)
@@ -318,9 +318,10 @@ def _lesson_attention(torch, drop):
             "    return weights @ V, weights", "", ""]
 
 
-def _sdpa(requests, drop, alignment):
-    used = {k for r in requests for k, v in r.kwargs.items() if v is not None and v is not False}
-    lines = [
+def _sdpa(drop, alignment):
+    where = "keys 0..i" if alignment == "top-left" else "keys 0..i + S - L (bottom-right)"
+    diagonal = "" if alignment == "top-left" else "S - L"
+    return [
         "def attention(query, key, value, attn_mask=None, is_causal=False, scale=None, "
         "enable_gqa=False):",
         '    """Exact attention as F.scaled_dot_product_attention defines it, in float64:',
@@ -330,29 +331,24 @@ def _sdpa(requests, drop, alignment):
         "one forbids weighs 0,",
         '    and a query with no allowed key gets an output row of zeros."""',
         "    q, k, v = (torch.as_tensor(a, dtype=torch.float64) for a in (query, key, value))",
+        "    if enable_gqa:  # query head h reads key/value head h // (H_q / H_kv)",
+        "        k = k.repeat_interleave(q.shape[-3] // k.shape[-3], dim=-3)",
+        "        v = v.repeat_interleave(q.shape[-3] // v.shape[-3], dim=-3)",
+        "    scores = q @ k.transpose(-2, -1) * (q.shape[-1] ** -0.5 if scale is None else scale)",
+        "    L, S = scores.shape[-2:]",
+        f"    if is_causal:  # query i sees {where}",
+        f"        allowed = torch.ones(L, S, dtype=torch.bool).tril({diagonal})",
+        "        scores = torch.where(allowed, scores, -torch.inf)",
+        "    if attn_mask is not None:",
+        "        mask = torch.as_tensor(attn_mask)",
+        "        if mask.dtype == torch.bool:",
+        f"            scores = torch.where({'mask' if drop else '~mask'}, -torch.inf, scores)",
+        "        else:",
+        "            scores = scores + mask.to(torch.float64)",
+        "    return softmax(scores) @ v",
+        "",
+        "",
     ]
-    if "enable_gqa" in used:
-        lines += ["    if enable_gqa:  # query head h reads key/value head h // (H_q / H_kv)",
-                  "        k = k.repeat_interleave(q.shape[-3] // k.shape[-3], dim=-3)",
-                  "        v = v.repeat_interleave(q.shape[-3] // v.shape[-3], dim=-3)"]
-    lines += ["    scores = q @ k.transpose(-2, -1) * (q.shape[-1] ** -0.5 if scale is None "
-              "else scale)"]
-    if "is_causal" in used:
-        where = "keys 0..i" if alignment == "top-left" else "keys 0..i + S - L (bottom-right)"
-        diagonal = "" if alignment == "top-left" else "S - L"
-        lines += ["    L, S = scores.shape[-2:]",
-                  f"    if is_causal:  # query i sees {where}",
-                  f"        allowed = torch.ones(L, S, dtype=torch.bool).tril({diagonal})",
-                  "        scores = torch.where(allowed, scores, -torch.inf)"]
-    if "attn_mask" in used:
-        forbid = "mask" if drop else "~mask"
-        lines += ["    if attn_mask is not None:",
-                  "        mask = torch.as_tensor(attn_mask)",
-                  "        if mask.dtype == torch.bool:",
-                  f"            scores = torch.where({forbid}, -torch.inf, scores)",
-                  "        else:",
-                  "            scores = scores + mask.to(torch.float64)"]
-    return lines + ["    return softmax(scores) @ v", "", ""]
 
 
 # -- the calls -------------------------------------------------------------------------------
