@@ -20,12 +20,14 @@ from detectors.kit.derive import same
 @dataclass(frozen=True)
 class Side:
     """An answer's array as the script gets it from a result: output ``part`` of call ``call``
-    (an index into the requests), then ``steps``: ("crop", Ev) keeps the first Ev columns of a
-    padded call, ("reshape", shape), ("take", order, axis)."""
+    (an index into the distinct requests), then ``steps``: ("crop", Ev) keeps the first Ev
+    columns of a padded call, ("reshape", shape), ("take", order, axis). It is read as the
+    call returned it, unless ``late``."""
 
     call: int
     part: int = 0
     steps: tuple = ()
+    late: bool = False  # read after every later call, as a detector rereads a kept answer
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,12 @@ class Claim:
     shape: tuple = ()  # … in an array of this shape
 
 
+def distinct(requests):
+    """The requests, each once: an answer read again after later calls (``subject.reread``)
+    holds the request it was first made by, which the script makes once."""
+    return list({id(r): r for r in requests}.values())
+
+
 def crashed(requests):
     """The claim of a call that raised, hung or returned no answer: the last one."""
     return Claim("answer", call=len(requests) - 1)
@@ -72,8 +80,11 @@ def of(mismatch, answers):
         return Claim("unchanged", call=_first(answers, i), args=tuple(answer.mutated))
     compared = getattr(mismatch, "compared", None)
     first = 0 if answers else None
-    dropout = [bool(r.kwargs.get("dropout_p")) for a in answers for r in a.requests]
+    dropout = [bool(r.kwargs.get("dropout_p")) for r in distinct(_requests(answers))]
     if compared is None:  # a property stated in words: what exact attention would answer
+        for i, answer in enumerate(answers):
+            if answer.requests[0].grad is not None and not dropout[_first(answers, i)]:
+                return Claim("gradient", call=_first(answers, i))  # e.g. a gradient missing
         return Claim("words" if any(dropout) else "oracle", call=first)
     if compared.kind == "dtype":
         return Claim("dtype", call=first, part=1 if compared.what == "weights" else 0,
@@ -102,28 +113,37 @@ def of(mismatch, answers):
     return Claim("relation", want=want, got=got, atol=compared.atol, names=compared.names)
 
 
-def _first(answers, i):
-    """The index, among all the requests, of answer ``i``'s first request."""
-    return sum(len(a.requests) for a in answers[:i])
+def _requests(answers):
+    return [r for a in answers for r in a.requests]
+
+
+def _first(answers, i, k=0):
+    """The index, among the distinct requests, of answer ``i``'s request ``k``."""
+    request = answers[i].requests[k]
+    return next(n for n, r in enumerate(distinct(_requests(answers))) if r is request)
 
 
 def _sides(answers):
     """(Side, array) for every array the answers hold: out, and the weights (a lesson
-    function's second output, or the output of the V = I call an SDPA answer read them by)."""
-    found, n = [], 0
-    for answer in answers:
+    function's second output, or the output of the V = I call an SDPA answer read them by).
+    An answer whose request an earlier answer made is that call's result read again, late."""
+    found, seen = [], set()
+    for i, answer in enumerate(answers):
         requests = answer.requests
-        found.append((_side(n, 0, requests[0], answer.out), answer.out))
+        late = id(requests[0]) in seen
+        seen |= {id(r) for r in requests}
+        found.append((_side(_first(answers, i), 0, requests[0], answer.out, late), answer.out))
         if answer.weights is not None:
             if requests[0].fn == "sdpa" and len(requests) > 1:
-                found.append((_side(n + 1, 0, requests[1], answer.weights), answer.weights))
+                found.append((_side(_first(answers, i, 1), 0, requests[1], answer.weights,
+                                    late), answer.weights))
             elif requests[0].fn != "sdpa":
-                found.append((_side(n, 1, requests[0], answer.weights), answer.weights))
-        n += len(requests)
+                found.append((_side(_first(answers, i), 1, requests[0], answer.weights, late),
+                              answer.weights))
     return [(s, np.asarray(a)) for s, a in found if isinstance(a, np.ndarray)]
 
 
-def _side(call, part, request, array):
+def _side(call, part, request, array, late=False):
     """How the script gets ``array`` from the call's result: cropped back from a padded twin,
     reshaped where the subject unfolded it (SDPA's self-attention)."""
     steps = ()
@@ -133,7 +153,7 @@ def _side(call, part, request, array):
     returned = _shape(request, part, crop)
     if returned is not None and isinstance(array, np.ndarray) and array.shape != returned:
         steps += (("reshape", array.shape),)
-    return Side(call, part, steps)
+    return Side(call, part, steps, late)
 
 
 def _shape(request, part, crop):
@@ -159,7 +179,7 @@ def resolve(x, sides):
             return side
     for side, a in sides:
         if a.size == x.size and a.shape != x.shape and same(x, a.reshape(x.shape)):
-            return Side(side.call, side.part, side.steps + (("reshape", x.shape),))
+            return Side(side.call, side.part, side.steps + (("reshape", x.shape),), side.late)
     for side, a in sides:
         if a.ndim != x.ndim or a.dtype != x.dtype and (a.dtype == bool or x.dtype == bool):
             continue
@@ -168,7 +188,8 @@ def resolve(x, sides):
                 continue
             order = taken(x, a, axis)
             if order is not None:
-                return Side(side.call, side.part, side.steps + (("take", order, axis),))
+                return Side(side.call, side.part, side.steps + (("take", order, axis),),
+                            side.late)
     return None
 
 

@@ -15,6 +15,7 @@ import os
 import numpy as np
 
 from detectors.kit.calls import ARG_NAMES, RETURNS
+from detectors.kit.claims import distinct
 from detectors.kit.reproduce import SHORT, Builder, caller_actions, cast
 from detectors.kit.tolerance import EPS, FLOAT64_ATOL
 
@@ -33,11 +34,12 @@ class NoScript(Exception):
 def script(target, requests, claim, relation="", about=()):
     """The text of a standalone script that repeats ``requests`` on ``target`` and checks
     ``claim``; ``about`` are comment lines for its head. Raises NoScript."""
+    requests = distinct(requests)
     refuse(target, requests, claim)
     torch = target.backend == "torch"
     built = Builder(orders=True)
-    calls, expected = Calls(target, requests, claim, built), []
     judged = _judged(requests, claim)
+    calls, expected = Calls(target, requests, claim, built, _read_early(claim, judged)), []
     for n in judged:  # computed before any call, so an input the call changes cannot move it
         expected.append(f"{_expected_var(n, judged)} = {_exact_call(requests[n], calls.raw[n])}")
     compare = _compare(requests, claim, calls, judged, relation, built)
@@ -79,8 +81,6 @@ def refuse(target, requests, claim):
     if any(getattr(r, "swapped", False) for r in requests):
         raise NoScript("the target declared the (N, L, H, E) layout, which the script does "
                        "not rearrange")
-    if claim.kind == "gradient" and requests[claim.call].grad_layout is not None:
-        raise NoScript("the upstream gradient's memory layout is not written out")
     if claim.kind == "gradient" and requests[claim.call].kwargs.get("dropout_p"):
         raise NoScript("a gradient through dropout: there is no exact gradient to compare with")
     if claim.kind == "oracle" and not _judged(requests, claim):
@@ -102,6 +102,20 @@ def _judged(requests, claim):
     if claim.kind == "oracle":
         return [n for n, r in enumerate(requests) if _exact(r)]
     return []
+
+
+def _read_early(claim, judged):
+    """The (call, output) pairs the comparison reads as the call returned them: a later call
+    may write into an answer it handed out, and the detector read each answer when it came."""
+    if claim.kind == "relation":
+        return {(s.call, s.part) for s in (claim.want, claim.got) if not s.late}
+    if claim.kind == "constant":
+        return {(claim.got.call, claim.got.part)}
+    if claim.kind in ("oracle", "answer", "finite"):
+        parts = (claim.part,) if claim.part is not None else (None,)
+        calls = judged or ([claim.call] if claim.call is not None else [])
+        return {(n, p) for n in calls for p in parts}
+    return set()
 
 
 def _is_file(target):
@@ -157,6 +171,8 @@ def helpers(target, requests, claim, judged):
     lines = []
     if any(r.strided for r in requests):
         lines += _STRIDED_TORCH if torch else _STRIDED_NUMPY
+    if claim.kind in ("gradient", "answer") and requests[claim.call].grad_layout is not None:
+        lines += _LAID_OUT
     lines += (_AS_ARRAY_TORCH if torch else _AS_ARRAY_NUMPY) + _DIFFERS + _FINISH
     exact = [requests[n] for n in judged]
     if claim.kind == "gradient":
@@ -168,18 +184,18 @@ def helpers(target, requests, claim, judged):
 
 _AS_ARRAY_NUMPY = [
     "def as_array(x):",
-    '    """A result, or an expected value, as a float64 NumPy array."""',
-    "    return np.asarray(x, dtype=np.float64)",
+    '    """A result, or an expected value, as a float64 NumPy array of its own."""',
+    "    return np.array(x, dtype=np.float64)  # a copy",
     "",
     "",
 ]
 _AS_ARRAY_TORCH = [
     "def as_array(x):",
-    '    """A result, or an expected value, as a float64 NumPy array (a tensor detached and',
-    '    moved to the CPU first)."""',
+    '    """A result, or an expected value, as a float64 NumPy array of its own (a tensor',
+    '    detached and moved to the CPU first)."""',
     "    if isinstance(x, torch.Tensor):",
     '        x = x.detach().to("cpu", torch.float64)',
-    "    return np.asarray(x, dtype=np.float64)",
+    "    return np.array(x, dtype=np.float64)  # a copy",
     "",
     "",
 ]
@@ -199,12 +215,32 @@ _STRIDED_TORCH = [
     "",
     "",
 ]
+_LAID_OUT = [
+    "def laid_out(t, layout):",
+    '    """The contiguous tensor ``t``, same values, laid out in memory as ``layout`` says."""',
+    '    if layout == "transposed":  # made as (..., L, H, Ev) and transposed back',
+    "        axes = (-3, -2) if t.dim() >= 3 else (-2, -1)",
+    "        return t.transpose(*axes).contiguous().transpose(*axes)",
+    '    if layout == "expanded":  # one copy along every axis it is constant on, stride 0',
+    "        small = t",
+    "        for axis in range(t.dim()):",
+    "            if small.shape[axis] > 1 and bool((small == small.narrow(axis, 0, 1)).all()):",
+    "                small = small.narrow(axis, 0, 1)",
+    "        return small.contiguous().expand(t.shape)",
+    '    if layout == "offset":  # [..., 1:] of a buffer one column wider',
+    "        wide = t.new_zeros(t.shape[:-1] + (t.shape[-1] + 1,))",
+    "        wide[..., 1:] = t",
+    "        return wide[..., 1:]",
+    "    return t",
+    "",
+    "",
+]
 _DIFFERS = [
     "def differs(what, expected, got, atol):",
     '    """Print where ``got`` is furthest from ``expected``; True when that is more than',
     '    ``atol`` (a NaN or inf where a finite number is due always is)."""',
     "    if got is None:",
-    '        print(f"{what}: expected an array, got None")',
+    '        print(f"{what}: expected an array of shape {as_array(expected).shape}, got None")',
     "        return True",
     "    expected, got = as_array(expected), as_array(got)",
     "    if got.shape != expected.shape:",
@@ -356,14 +392,18 @@ def _sdpa(drop, alignment):
 
 class Calls:
     """The lines that make the calls, ``r1``, ``r2``, …; ``raw[n]`` maps call n's argument
-    names to the float64 (or bool) variables they were cast from."""
+    names to the float64 (or bool) variables they were cast from; an output in ``early``
+    (pairs of call and output, None for every output) is copied as it came back, when calls
+    follow (``read``)."""
 
-    def __init__(self, target, requests, claim, built):
+    def __init__(self, target, requests, claim, built, early=()):
         self.target, self.lines, self.raw = target, [], []
+        self.early, self.read = set(early), {}  # read[(call, part)]: its value as returned
         self.torch = target.backend == "torch"
         self.leaves = {}  # argument name -> variable of the judged call's leaf or copy
         made = {}  # a kept call's handle -> its number
         refilled = {r.refill for r in requests} - {None}
+        self.count = len(requests)
         for n, request in enumerate(requests, 1):
             special = claim.call == n - 1 and claim.kind in ("gradient", "unchanged", "answer")
             self._call(n, request, built, made, refilled, claim if special else None)
@@ -412,8 +452,14 @@ class Calls:
                 G = "G"
             else:
                 G = built.name(request.grad, "G")
-            call.append(f"({out} * torch.tensor({G}, dtype={out}.dtype{self._on()})).sum()"
-                        ".backward()  # the gradient of sum(out * G)")
+            upstream = f"torch.tensor({G}, dtype={out}.dtype{self._on()})"
+            call.append(f"if {out}.requires_grad:  # else no gradient reaches any input")
+            if request.grad_layout is None:
+                call.append(f"    ({out} * {upstream}).sum().backward()  # the gradient of "
+                            "sum(out * G)")
+            else:
+                call.append(f"    {out}.backward(laid_out({upstream}, "
+                            f"{request.grad_layout!r}))  # G as a caller lays it out")
         if claim is not None and claim.kind == "answer":
             what = "call and its backward" if wrt else "call"
             call = ["try:", *("    " + c for c in call),
@@ -424,6 +470,22 @@ class Calls:
         self.lines += lines + call
         if handle is not None:
             made[handle] = n
+        if n < self.count:
+            self._keep(n, request)
+
+    def _keep(self, n, request):
+        """Copy call n's outputs the comparison reads, before a later call can change them."""
+        for part, (name, out) in enumerate(_outputs(request, f"r{n}")):
+            if (n - 1, part) in self.early or (n - 1, None) in self.early:
+                var = f"{name}_{n}"
+                self.lines.append(f"{var} = as_array({out})  # as it came back, before the "
+                                  "calls after it")
+                self.read[n - 1, part] = var
+
+    def output(self, requests, n, part):
+        """(name, expression) of call n's output ``part`` as the comparison reads it."""
+        name, out = _outputs(requests[n], f"r{n + 1}")[part]
+        return name, self.read.get((n, part), out)
 
     def _on(self):
         device = self.target.device
@@ -477,7 +539,7 @@ def _compare(requests, claim, calls, judged, relation, built):
     """The lines that make the claim's comparison and end the script."""
     kind = claim.kind
     if kind == "relation":
-        return _relation(requests, claim, relation, built)
+        return _relation(requests, claim, relation, built, calls)
     if kind == "dtype":
         name, out = _outputs(requests[claim.call], f"r{claim.call + 1}")[claim.part or 0]
         want = claim.dtype
@@ -493,12 +555,12 @@ def _compare(requests, claim, calls, judged, relation, built):
     if kind == "gradient":
         return _gradient(requests, claim, calls, built)
     if kind == "constant":
-        got = _side(requests, claim.got, built)
+        got = _side(requests, claim.got, built, calls)
         return [f"# every entry should be {claim.value!r} (the call's known answer)",
                 f"finish(differs('out', np.full({claim.shape}, {claim.value!r}), {got}, "
                 f"atol={_number(claim.atol) if claim.atol else '0.0'}))"]
     if kind == "finite" and not judged:  # no exact answer: whether every entry is a number
-        name, out = _outputs(requests[claim.call], f"r{claim.call + 1}")[claim.part or 0]
+        name, out = calls.output(requests, claim.call, claim.part or 0)
         return [f"# every entry of {name} should be finite",
                 f"got = as_array({out})",
                 "bad = np.argwhere(~np.isfinite(got))",
@@ -511,7 +573,8 @@ def _compare(requests, claim, calls, judged, relation, built):
     lines, checks = [], []
     for n in judged:
         request, var = requests[n], _expected_var(n, judged)
-        outputs = list(zip(_outputs(request, var), _outputs(request, f"r{n + 1}")))
+        outputs = list(zip(_outputs(request, var),
+                           [calls.output(requests, n, p) for p in range(RETURNS[request.fn])]))
         if claim.part is not None and claim.call == n:
             outputs = [outputs[claim.part]]
         for (name, want), (_, got) in outputs:
@@ -532,9 +595,9 @@ def _atol(claim, request, expected):
     return f"allowance({expected}, {UNITS.get(request.dtype, FLOAT64_ATOL)!r})"
 
 
-def _relation(requests, claim, relation, built):
+def _relation(requests, claim, relation, built, calls):
     """``expected`` and ``got`` as two of the implementation's outputs, and the relation."""
-    want, got = (_side(requests, s, built) for s in (claim.want, claim.got))
+    want, got = (_side(requests, s, built, calls) for s in (claim.want, claim.got))
     names = claim.names if len(claim.names) == 2 else ("f(x)", "f(x′)")
     stated = relation
     for order, var in (built.orders or {}).items():
@@ -547,9 +610,12 @@ def _relation(requests, claim, relation, built):
             f"atol={atol}))"]
 
 
-def _side(requests, side, built):
-    request = requests[side.call]
-    expr = f"as_array({_outputs(request, f'r{side.call + 1}')[side.part][1]})"
+def _side(requests, side, built, calls):
+    """The expression of a Side: the output as it came back (or, ``late``, as it is at the
+    end), then its steps."""
+    early = None if side.late else calls.read.get((side.call, side.part))
+    out = _outputs(requests[side.call], f"r{side.call + 1}")[side.part][1]
+    expr = early or f"as_array({out})"
     for step in side.steps:
         if step[0] == "crop":
             expr = f"{expr}[..., :{step[1]}]"
