@@ -5,6 +5,7 @@ to run and returns the sections and the JSON document that ``attnzoo.report`` an
 line print. Bad input raises ``BadInput`` with one line naming what is wrong and what to do.
 """
 
+import os
 import time
 
 from attnzoo.catalogue import ROW_BACKENDS
@@ -85,7 +86,7 @@ def run_check(locator, options):
     """
     import functools
 
-    from attnzoo.diagnosis.cases import lighten, reproduce_smallest
+    from attnzoo.diagnosis.cases import lighten, reproduce_smallest, scripts
     from attnzoo.diagnosis.group import diagnose
     from attnzoo.report import INCOMPLETE, SCHEMA, describe_target, exit_code, summarise
     from attnzoo.runner import run
@@ -130,13 +131,14 @@ def run_check(locator, options):
                                                         n * len(chosen), len(found) * len(chosen))
                     diagnosis = diagnose([f.to_json() for f in findings]) if follow else []
                     reproduce_smallest(diagnosis, findings)
+                    written = scripts(diagnosis, findings, target) if options.repro_dir else []
                     lighten(findings)
                     not_run += [(target, name) for name in skipped]
                     sections.append({"target": describe_target(target, dtype, options.seed,
                                                                        executor.manifest),
                                      "findings": findings, "not_run": skipped,
                                      "summary": summarise(findings, skipped),
-                                     "diagnosis": diagnosis})
+                                     "diagnosis": diagnosis, "scripts": written})
                     continue
             not_run += [(target, d.NAME) for d in chosen]
     except (BadTarget, sandbox.BadOption) as e:
@@ -144,6 +146,10 @@ def run_check(locator, options):
     finally:
         progress.done()
         executor.close()
+    if options.repro_dir is not None:  # run once the workers are gone: a fresh interpreter each
+        from attnzoo import reproductions
+
+        reproductions.write(sections, options)
     code = exit_code(sections)
     if expected is not None:
         from attnzoo import expectations
@@ -161,7 +167,8 @@ def run_check(locator, options):
         "isolation": session.isolation_json(options),
         "implementations": [
             {"target": s["target"], "summary": s["summary"], "diagnosis": s["diagnosis"],
-             "findings": [f.to_json() for f in s["findings"]], "not_run": s["not_run"]}
+             "findings": [f.to_json() for f in s["findings"]], "not_run": s["not_run"],
+             **({"reproductions": s["reproductions"]} if "reproductions" in s else {})}
             for s in sections
         ],
         "summary": summarise([f for s in sections for f in s["findings"]],
@@ -169,6 +176,8 @@ def run_check(locator, options):
         "seconds": round(time.perf_counter() - start, 3),
         "exit_code": code,
     }
+    if options.repro_dir is not None:
+        document["repro_dir"] = os.path.abspath(options.repro_dir)
     if expected is not None:
         document["expectations"] = {"file": options.expect, "entries": entries,
                                     "lines": lines}

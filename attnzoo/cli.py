@@ -117,6 +117,7 @@ def build_parser():
                    "the run, one that passes does")
     p.add_argument("--no-shrink", dest="shrink", action="store_false",
                    help="report a failing case as found, without looking for the smallest one")
+    p.add_argument("--repro-dir", metavar="DIR", help=options.HELP["repro_dir"])
     p.add_argument("-v", "--verbose", action="store_true", help="also say why detectors are n/a")
     p.set_defaults(run=cmd_check)
 

@@ -16,6 +16,7 @@ check something.
 
 import dataclasses
 import math
+import os
 import re
 from dataclasses import dataclass
 
@@ -73,6 +74,8 @@ HELP = {
     "allocation fails and the call crashes",
     "scratch_limit": "what one worker may write into its scratch directory (its TMPDIR and "
     "HOME), e.g. 100M (default 1G)",
+    "repro_dir": "write one standalone reproduction script per root cause into DIR (created if "
+    "its parent exists), run each once and report whether it reproduces",
 }
 
 
@@ -105,6 +108,7 @@ class Options:
     isolation_fallback: str | None = None  # built: why the default is process, not strict
     memory_limit: int | str | None = None  # bytes, or text as "8G"; built: bytes
     scratch_limit: int | str | None = None
+    repro_dir: str | None = None  # where a reproduction script per root cause is written
 
     @classmethod
     def build(cls, **values):
@@ -128,6 +132,8 @@ class Options:
         check_device(raw.device)
         check_choices(raw)
         isolation, fallback = isolation_level(raw.isolation, raw.isolation_fallback)
+        if raw.repro_dir is not None:
+            check_repro_dir(raw.repro_dir)
         return dataclasses.replace(raw, only=only, timeout=timeout, warmup=warmup,
                                    deadline=deadline,
                                    unsupported=declared(raw.unsupported),
@@ -194,6 +200,22 @@ def size(option, value, default):
         raise BadInput(f"{option} must be a size from {SIZE_FLOORS[option] >> 20}M, "
                        f"such as 512M or 8G, not {given!r}")
     return value
+def check_repro_dir(path):
+    """A folder reproductions can be written to: one that exists, or one whose parent does."""
+    where = os.path.abspath(path) if path else ""
+    if not path or not path.strip():
+        why = "is empty"
+    elif os.path.isdir(where):
+        why = "" if os.access(where, os.W_OK | os.X_OK) else "is not writable"
+    elif os.path.lexists(where):
+        why = "exists and is not a folder"
+    elif not os.path.isdir(os.path.dirname(where)):
+        why = f"cannot be created: its parent {os.path.dirname(where)} is not a folder"
+    else:
+        why = "" if os.access(os.path.dirname(where), os.W_OK | os.X_OK) else \
+            "cannot be created: its parent is not writable"
+    if why:
+        raise BadInput(f"--repro-dir {path!r} {why}: name a folder to write the reproductions to")
 
 
 def check_seed(seed):

@@ -89,7 +89,7 @@ def text(section, detectors, verbose=False):
                      "query, key and value in and the answer out (the mask stays (N, H, L, S))")
     if t.get("refuses"):
         lines.append("  refusals it names: " + "; ".join(f"'{inert(r)}'" for r in t["refuses"]))
-    lines += diagnosis_lines(section.get("diagnosis") or [])
+    lines += diagnosis_lines(section.get("diagnosis") or [], section.get("reproductions"))
     width = max((len(f.detector) for f in section["findings"]), default=0)
     for f in section["findings"]:
         prop = getattr(detectors.get(f.detector), "PROPERTY", "")
@@ -136,8 +136,11 @@ def text(section, detectors, verbose=False):
     return "\n".join(lines)
 
 
-def diagnosis_lines(groups):
-    """The report's opening: one root cause per group, its sentence and its smallest case."""
+def diagnosis_lines(groups, reproductions=None):
+    """The report's opening: one root cause per group, its sentence and its smallest case, and
+    the reproduction written for it (``check --repro-dir``)."""
+    from attnzoo.reproductions import lines as reproduction_lines
+
     if not groups:
         return []
     n = sum(1 for g in groups if g["feature"])
@@ -149,6 +152,8 @@ def diagnosis_lines(groups):
         s = g["smallest"]
         lines.append(f"     smallest: case {s['case']} ({s['detector']}, {s['verdict']}): "
                      f"{s['call']}")
+        if reproductions:
+            lines += reproduction_lines(reproductions[i - 1])
     lines.append("detectors:")
     return lines
 

@@ -66,3 +66,36 @@ def lighten(findings):
         (f.cases or {}).pop("evidence", None)  # objects, not JSON: the diagnosis is built
         for record in (f.cases or {}).get("failed", {}).values():
             record.pop("snippet", None)
+
+
+def scripts(diagnosis, findings, target):
+    """(text, why) per root cause: the standalone reproduction of its smallest case
+    (detectors.kit.script), or None and why there is none. Built before :func:`lighten`
+    drops the evidence."""
+    from detectors.kit.script import NoScript
+
+    by = {f.detector: (f.cases or {}).get("evidence", {}) for f in findings}
+    out = []
+    for i, group in enumerate(diagnosis, 1):
+        smallest = group.get("smallest") or {}
+        evidence = by.get(smallest.get("detector"), {}).get(smallest.get("case"))
+        if evidence is None or evidence.scripted is None:
+            out.append((None, "attnzoo kept no calls for this case"))
+            continue
+        try:
+            out.append((evidence.scripted(about(group, i, len(diagnosis), target)), ""))
+        except NoScript as e:
+            out.append((None, str(e)))
+    return out
+
+
+def about(group, i, n, target):
+    """The opening comment of a root cause's reproduction: what, where, and the message."""
+    import textwrap
+
+    s = group["smallest"]
+    lines = [f"{target.name} ({target.locator}): root cause {i} of {n}, detector "
+             f"{s['detector']}, case {s['case']!r}"]
+    for text in (group["sentence"], s["message"]):
+        lines += [""] + textwrap.wrap(text, 95, break_on_hyphens=False)
+    return lines

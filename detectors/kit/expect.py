@@ -6,20 +6,39 @@ and attaches the calls, the case, the relation and the reproduction in one place
 comparison read differently, because they are different claims: :func:`close` compares the
 implementation with a known answer ("expected … , got …"); :func:`agree` compares two of its
 own outputs, which a metamorphic relation says are equal ("f(x)[i] = …, f(x′)[i] = …, should
-be equal").
+be equal"). Each records what it compared (:class:`Compared`), so a reproduction can make
+the same comparison in a script of its own.
 """
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from detectors.kit.verdict import KILLED, NAN
 
 
+@dataclass(frozen=True)
+class Compared:
+    """What a failed comparison compared: ``kind`` is "close" (an answer against a known one),
+    "agree" (two of the implementation's own outputs), "finite" or "dtype"; ``got`` and ``want``
+    are the arrays (dtype names, for "dtype") as the detector passed them, ``atol`` the allowance
+    (0: bit for bit), ``names`` how the message calls the two sides."""
+
+    kind: str
+    got: object
+    want: object = None
+    atol: float = 0.0
+    what: str = "out"
+    names: tuple = ("expected", "got")
+
+
 class Mismatch(AssertionError):
     """A failed comparison: ``expected`` (what should hold) and ``actual`` (what came back)."""
 
-    def __init__(self, expected, actual, index=None, verdict=KILLED, text=""):
+    def __init__(self, expected, actual, index=None, verdict=KILLED, text="", compared=None):
         self.expected, self.actual, self.index, self.verdict = expected, actual, index, verdict
         self.text = text or f"expected {expected}, got {actual}"
+        self.compared = compared  # a Compared, or None for a property stated in words
         super().__init__(self.text)
 
     def because(self, relation):
@@ -29,8 +48,9 @@ class Mismatch(AssertionError):
         if self.text.endswith(")") and "should be equal (" in self.text:  # see agree
             text = f"{self.text[:-1]}; {relation})"
             return Mismatch(f"{self.expected[:-1]}; {relation})", self.actual, self.index,
-                            self.verdict, text)
-        return Mismatch(f"{self.expected} ({relation})", self.actual, self.index, self.verdict)
+                            self.verdict, text, self.compared)
+        return Mismatch(f"{self.expected} ({relation})", self.actual, self.index, self.verdict,
+                        compared=self.compared)
 
 
 def fmt(x):
@@ -102,24 +122,27 @@ def close(actual, expected, atol, what="out"):
         got, want = actual[index], expected[index]
         verdict = NAN if not np.isfinite(got) and np.isfinite(want) else KILLED
         raise Mismatch(f"{at(what, index)} = {digits(want, got)} (± {atol:.2g})",
-                       digits(got, want) + off_by(got, want), index, verdict)
+                       digits(got, want) + off_by(got, want), index, verdict,
+                       compared=Compared("close", actual, expected, atol, what))
 
 
 def agree(before, after, atol, what="out", names=("f(x)", "f(x′)")):
     """Two outputs of the implementation that a relation says are equal (within ``atol``)."""
     before, after = np.asarray(before), np.asarray(after)
     same_shape(after, before.shape, f"{names[1]} {what}".strip())
-    _differ(before, after, _far(after, before, atol), f"± {atol:.2g}", what, names)
+    _differ(before, after, _far(after, before, atol), f"± {atol:.2g}", what, names,
+            Compared("agree", after, before, atol, what, names))
 
 
 def identical(before, after, what="out", names=("f(x)", "f(x′)")):
     """Two outputs that must be equal bit for bit (NaN equal to NaN)."""
     before, after = np.asarray(before), np.asarray(after)
     same_shape(after, before.shape, f"{names[1]} {what}".strip())
-    _differ(before, after, _unequal(after, before), "exactly", what, names)
+    _differ(before, after, _unequal(after, before), "exactly", what, names,
+            Compared("agree", after, before, 0.0, what, names))
 
 
-def _differ(before, after, bad, allowance, what, names):
+def _differ(before, after, bad, allowance, what, names, compared):
     if not bad.any():
         return
     index = first(bad)
@@ -132,7 +155,7 @@ def _differ(before, after, bad, allowance, what, names):
     got = f"{at(a, index)} = {x}, {at(b, index)} = {y}"
     verdict = NAN if not np.isfinite(after[index]) and np.isfinite(before[index]) else KILLED
     raise Mismatch(f"{at(a, index)} = {at(b, index)} ({allowance})", got, index, verdict,
-                   f"{got}, should be equal ({allowance})")
+                   f"{got}, should be equal ({allowance})", compared)
 
 
 def _unequal(actual, expected):
@@ -149,7 +172,8 @@ def equal(actual, expected, what="out"):
     if bad.any():
         index = first(bad)
         raise Mismatch(f"{at(what, index)} = {fmt(expected[index])} exactly",
-                       fmt(actual[index]), index)
+                       fmt(actual[index]), index, compared=Compared("close", actual, expected,
+                                                                   0.0, what))
 
 
 def finite(actual, what="out"):
@@ -158,12 +182,14 @@ def finite(actual, what="out"):
     bad = ~np.isfinite(actual)
     if bad.any():
         index = first(bad)
-        raise Mismatch(f"{at(what, index)} finite", fmt(actual[index]), index, NAN)
+        raise Mismatch(f"{at(what, index)} finite", fmt(actual[index]), index, NAN,
+                       compared=Compared("finite", actual, what=what))
 
 
 def dtype(got, want, what="out"):
     if got != want:
-        raise Mismatch(f"{what} of dtype {want}", got)
+        raise Mismatch(f"{what} of dtype {want}", got, compared=Compared("dtype", got, want,
+                                                                          what=what))
 
 
 def holds(ok, expected, actual, index=None):

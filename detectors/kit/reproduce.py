@@ -10,7 +10,9 @@ array it stands for, so a reproduction never shows a recipe that gives other num
 recipe gives is printed as literal numbers, as is any array whose literal is as short.
 """
 
+import ast
 import copy
+import re
 import weakref
 from collections import OrderedDict
 
@@ -96,13 +98,23 @@ def _cost(lines):
     return sum(line.count("\n") + 1 + len(line) / 80 for line in lines)
 
 
-class Builder:
-    """Lines that rebuild a snippet's arrays, each run and checked as it is added."""
+SHORT = 8  # an index order this long or shorter is written out where it is used
+TAKE = re.compile(r"np\.take\((\w+), (\[[0-9, ]+\]), axis=(-?[0-9]+)\)")
 
-    def __init__(self):
+
+class Builder:
+    """Lines that rebuild a snippet's arrays, each run and checked as it is added.
+
+    With ``orders``, an index order an array is taken by (a permutation, some rows), when
+    longer than SHORT, is named once, readably (``perm = np.roll(np.arange(130), 1)``), and every later array tried with
+    the orders named so far first, so a permutation of queries and of their mask rows is one
+    name rather than two long lists."""
+
+    def __init__(self, orders=False):
         self.lines, self.names = [], {}  # names: id(array) -> variable
         self.scope = {"np": np}
         self.rngs = {}  # stream key -> (rng variable, draws made)
+        self.orders = {} if orders else None  # tuple of indices -> its variable
 
     def name(self, a, role):
         """The variable holding ``a``, adding the lines that build it on first use."""
@@ -115,10 +127,43 @@ class Builder:
         best = self._best(a, var)
         if best is None or _cost(best[0]) > _cost(printed):
             best = self._run(a, var, printed, self._trial(), dict(self.rngs))
+        if self.orders is not None:
+            best = self._named_orders(a, var, best)
         self.lines += best[0]
         self.scope, self.rngs = best[1], best[2]
         self.names[id(a)] = var
         return var
+
+    def order(self, order):
+        """The variable holding an index order, adding the line that makes it on first use
+        (without ``orders``, the list itself)."""
+        if self.orders is None:
+            return list(order)
+        order = tuple(int(i) for i in order)
+        if order not in self.orders:
+            kind = "perm" if sorted(order) == list(range(len(order))) else "index"
+            count = sum(v.startswith(kind) for v in self.orders.values())
+            var = kind if not count else f"{kind}{count + 1}"
+            self.orders[order] = var
+            self.lines.append(f"{var} = {readable(order)}")
+            self.scope[var] = np.array(order)
+        return self.orders[order]
+
+    def _named_orders(self, a, var, best):
+        """``best`` with each literal order of an ``np.take`` replaced by its name, when the
+        lines so written still give ``a``."""
+        lines, scope, rngs = best
+        if not any(TAKE.search(line) for line in lines):
+            return best
+        before = (list(self.lines), dict(self.orders), dict(self.scope))
+        named = [TAKE.sub(lambda m: m[0] if m[2].count(",") < SHORT else
+                          f"np.take({m[1]}, {self.order(ast.literal_eval(m[2]))}, axis={m[3]})",
+                          line) for line in lines]
+        made = self._run(a, var, named, self._trial(), dict(self.rngs))
+        if made is None:
+            self.lines, self.orders, self.scope = before
+            return best
+        return made
 
     def _known(self, a):
         """The variable already holding ``a``, or an array equal to it; else None."""
@@ -169,12 +214,21 @@ class Builder:
             if any(found):
                 break
             for base_var, base, lines, scope, rngs in bases:  # lines: already run in scope
-                for recipe in derivations(a, var, base_var, base):
+                for recipe in self._by_orders(a, var, base_var, base) + \
+                        list(derivations(a, var, base_var, base)):
                     made = self._run(a, var, recipe, self._trial(scope), dict(rngs))
                     if made is not None:
                         found.append((lines + made[0],) + made[1:])
         found = [f for f in found if f is not None]
         return min(found, key=lambda f: _cost(f[0]), default=None)
+
+    def _by_orders(self, a, var, base_var, base):
+        """``a`` as ``base`` taken by an order named already, along an axis of its length."""
+        if not self.orders or a.shape != base.shape:
+            return []
+        return [[f"{var} = np.take({base_var}, {name}, axis={axis - a.ndim})"]
+                for order, name in self.orders.items() for axis in range(a.ndim)
+                if a.shape[axis] == len(order)]
 
     def _redraw(self, a, var, key, index, lines, scope, rngs):
         if index >= len(_streams.get(key, ())):  # a traced generator's key holds its id, which
@@ -254,6 +308,21 @@ class Builder:
             if drawn is not None:
                 yield (var, base) + drawn
 
+
+def readable(order):
+    """An index order as the shortest NumPy that makes it: a roll or a reversal of
+    ``np.arange``, a range, or the list."""
+    n, order = len(order), list(order)
+    for k in range(1, n):
+        if order == np.roll(np.arange(n), k).tolist():
+            return f"np.roll(np.arange({n}), {k})"
+    if n > 1 and order == list(range(n - 1, -1, -1)):
+        return f"np.arange({n})[::-1]"
+    if n > 1 and order == list(range(order[0], order[0] + n)):
+        return f"np.arange({order[0]}, {order[0] + n})"
+    return f"np.array({order})"
+
+
 def snippet(target, requests, relation=""):
     """Python that loads the target and repeats the calls with the same inputs: small arrays
     as literals, battery arrays redrawn from their seeded stream, derived ones as derivations
@@ -273,14 +342,14 @@ def snippet(target, requests, relation=""):
         parts, arrays = [], []
         for name, a in list(zip(arg_names, request.args)) + list(request.kwargs.items()):
             if isinstance(a, np.ndarray):
-                arrays.append(_laid_out(_cast(built.name(a, name), a, request.dtype, torch,
+                arrays.append(_laid_out(cast(built.name(a, name), a, request.dtype, torch,
                                               target.device), request.layout, torch))
                 var = f"a{n}[{len(arrays) - 1}]" if named else arrays[-1]
                 parts.append(var if name in arg_names else f"{name}={var}")
             else:
                 parts.append(repr(a) if name in arg_names else f"{name}={a!r}")
         fn = "impl" if request.fn == "sdpa" else f"impl.{request.fn}"
-        calls += _caller_actions(request, made, arrays, n, named)
+        calls += caller_actions(request, made, arrays, n, named)
         if request.seed is not None:
             calls.append((f"torch.manual_seed({request.seed}); " if torch else "")
                          + f"np.random.seed({request.seed})")
@@ -293,7 +362,7 @@ def snippet(target, requests, relation=""):
     return "\n".join(lines)
 
 
-def _caller_actions(request, made, arrays, n, named):
+def caller_actions(request, made, arrays, n, named):
     """The lines before call ``n`` that do what its request asks of the caller: NaN written
     into a kept call's answer (``overwrite``), that call's argument objects refilled in place
     (``refill``); else the list ``a{n}`` of its arguments, for a later call to refill."""
@@ -324,7 +393,7 @@ def _laid_out(expression, layout, torch):
         f"{_LAID_OUT[torch]}({expression}, {layout!r})"
 
 
-def _cast(var, a, dtype, torch, device):
+def cast(var, a, dtype, torch, device):
     """The argument as the request sent it: ``var`` (float64 or bool) in ``dtype``."""
     if not torch:
         return var if a.dtype == bool or dtype == "float64" else f"{var}.astype(np.{dtype})"

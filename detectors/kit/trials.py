@@ -8,9 +8,11 @@ the calls, the relation and a reproduction.
 
 import contextlib
 
+from detectors.kit import claims
 from detectors.kit.expect import Mismatch
 from detectors.kit.outcomes import CaseId, Outcome
 from detectors.kit.reproduce import snippet
+from detectors.kit.script import script
 from detectors.kit.verdict import (
     Evidence,
     Flag,
@@ -46,7 +48,8 @@ class Trials:
             m = m.because(relation)
             dtypes = [r.dtype for a in answers for r in a.requests if r.dtype != self.base_dtype]
             self.flagged = self.case_id(name, dtypes[0] if dtypes else None)
-            raise Flag(m, self.evidence(answers, name, m.index, relation, lazy=True)) from None
+            raise Flag(m, self.evidence(answers, name, m.index, relation, lazy=True,
+                                        claim=claims.of(m, answers))) from None
 
     @contextlib.contextmanager
     def trial(self, call):
@@ -92,30 +95,37 @@ class Trials:
         """The :class:`Outcome` of a failure met in a trial (or by the runner)."""
         name = self.run.detector
         if isinstance(failure, Mismatch):  # raised outside subject.case: the last call is it
-            failure = Flag(failure, self.evidence(self._last_sent(), index=failure.index))
+            failure = Flag(failure, self.evidence(self._last_sent(), index=failure.index,
+                                                  claim=claims.of(failure, [])))
         if isinstance(failure, Flag):
             return Outcome(failure.verdict, envelope(name, failure.text, failure.evidence.call),
                            failure.evidence, failure, failure.evidence.case)
         call = self.last
         described = call.describe(self.name) if call is not None else failure.call
+        sent = self.evidence(self._last_sent(), claim=claims.crashed([call])) if call else None
         evidence = Evidence(described, expected="an answer", actual=failure.what,
-                            snippet=self.evidence(self._last_sent()).snippet if call else "")
+                            snippet=sent.snippet if sent else "",
+                            scripted=sent.scripted if sent else None)
         return Outcome(failure.verdict, envelope(name, f"expected an answer, got {failure.what}",
                                                  described), evidence, failure, self.current or "")
 
     def _last_sent(self):
         return [_Sent(self.last)] if self.last is not None else []
 
-    def evidence(self, answers, case="", index=None, relation="", lazy=False):
+    def evidence(self, answers, case="", index=None, relation="", lazy=False, claim=None):
         """Where a property failed, with a snippet that reproduces the calls (``lazy``: built
-        when first wanted, ``Evidence.resolve``)."""
+        when first wanted, ``Evidence.resolve``) and, given the ``claim`` the failure makes
+        (detectors.kit.claims), the standalone script that checks it again."""
         requests = [r for a in answers for r in a.requests]
         calls = "; ".join(dict.fromkeys(r.describe(self.name) for r in requests[:2]))
         target = self.target
+        scripted = None if claim is None else \
+            lambda about=(): script(target, requests, claim, relation, about)
         if lazy:
             return Evidence(calls, index=index, case=case,
-                            make=lambda: snippet(target, requests, relation))
-        return Evidence(calls, index=index, case=case, snippet=snippet(target, requests, relation))
+                            make=lambda: snippet(target, requests, relation), scripted=scripted)
+        return Evidence(calls, index=index, case=case, snippet=snippet(target, requests, relation),
+                        scripted=scripted)
 
 
 class _Sent:

@@ -51,6 +51,15 @@ class Evidence:
     # builds ``snippet`` when it is first wanted: a reproduction is checked line by line, which
     # for a large case costs seconds, and most failing cases of a detector never print one
     make: object = field(default=None, repr=False, compare=False)
+    # ``scripted(about)``: the standalone reproduction (detectors.kit.script), with ``about``
+    # as its opening comment lines; built only for the cases a diagnosis names
+    scripted: object = field(default=None, repr=False, compare=False)
+
+    def __getstate__(self):
+        """Pickled (a finding sent from one process to another, as the kill matrix's are)
+        without the script builder, which holds every array of the calls: a script is built
+        in the process that found the case, or not at all."""
+        return {**self.__dict__, "scripted": None}
 
     def resolve(self):
         """Fill in ``snippet`` if it was left to be built; the evidence, for chaining."""
