@@ -169,10 +169,13 @@ def helpers(target, requests, claim, judged):
     the calls judged against it."""
     torch = target.backend == "torch"
     lines = []
-    if any(r.strided for r in requests):
-        lines += _STRIDED_TORCH if torch else _STRIDED_NUMPY
-    if claim.kind in ("gradient", "answer") and requests[claim.call].grad_layout is not None:
+    inputs = any(r.layout != "contiguous" for r in requests)
+    upstream = claim.kind in ("gradient", "answer") and \
+        requests[claim.call].grad_layout is not None
+    if torch and (inputs or upstream):
         lines += _LAID_OUT
+    elif inputs:
+        lines += _LAID_OUT_NUMPY
     lines += (_AS_ARRAY_TORCH if torch else _AS_ARRAY_NUMPY) + _DIFFERS + _FINISH
     exact = [requests[n] for n in judged]
     if claim.kind == "gradient":
@@ -199,19 +202,24 @@ _AS_ARRAY_TORCH = [
     "",
     "",
 ]
-_STRIDED_NUMPY = [
-    "def strided(a):",
-    '    """The same values as a non-contiguous view, laid out as splitting heads leaves them."""',
-    "    axes = (-3, -2) if a.ndim >= 3 else (-2, -1)",
-    "    return np.ascontiguousarray(a.swapaxes(*axes)).swapaxes(*axes)",
-    "",
-    "",
-]
-_STRIDED_TORCH = [
-    "def strided(a):",
-    '    """The same values as a non-contiguous view, laid out as splitting heads leaves them."""',
-    "    axes = (-3, -2) if a.dim() >= 3 else (-2, -1)",
-    "    return a.transpose(*axes).contiguous().transpose(*axes)",
+_LAID_OUT_NUMPY = [
+    "def laid_out(a, layout):",
+    '    """The contiguous array ``a``, same values, laid out in memory as ``layout`` says."""',
+    '    if layout == "transposed" and a.ndim >= 2:  # as splitting heads leaves it',
+    "        axes = (-3, -2) if a.ndim >= 3 else (-2, -1)",
+    "        return np.ascontiguousarray(a.swapaxes(*axes)).swapaxes(*axes)",
+    '    if layout == "expanded":  # one copy along every axis it is constant on, stride 0',
+    "        small = a",
+    "        for axis in range(a.ndim):",
+    "            first = small.take([0], axis=axis)",
+    "            if small.shape[axis] > 1 and (small == first).all():",
+    "                small = first",
+    "        return np.broadcast_to(np.ascontiguousarray(small), a.shape)",
+    '    if layout == "offset" and a.ndim >= 1:  # [..., 1:] of a buffer one column wider',
+    "        wide = np.zeros(a.shape[:-1] + (a.shape[-1] + 1,), dtype=a.dtype)",
+    "        wide[..., 1:] = a",
+    "        return wide[..., 1:]",
+    "    return a",
     "",
     "",
 ]
@@ -493,12 +501,12 @@ class Calls:
 
     def _cast(self, var, a, request):
         """The argument as the request sent it: in its dtype, as a fresh array (the sandbox
-        hands every argument over as its own object), non-contiguous where it was."""
+        hands every argument over as its own object), in the memory layout it was sent in."""
         arg = cast(var, a, request.dtype, self.torch, self.target.device)
         if arg == var:
             arg = f"{var}.copy()"
-        if request.strided and a.ndim >= 2:
-            arg = f"strided({arg})"
+        if request.layout != "contiguous" and a.ndim >= 1:
+            arg = f"laid_out({arg}, {request.layout!r})"
         return arg
 
 
