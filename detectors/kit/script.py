@@ -194,7 +194,7 @@ _AS_ARRAY_TORCH = [
     '    """A result, or an expected value, as a float64 NumPy array of its own (a tensor',
     '    detached and moved to the CPU first)."""',
     "    if isinstance(x, torch.Tensor):",
-    '        x = x.detach().to("cpu", torch.float64)',
+    '        return x.detach().to("cpu", torch.float64).numpy().copy()',
     "    return np.array(x, dtype=np.float64)  # a copy",
     "",
     "",
