@@ -97,6 +97,7 @@ def reproductions(tmp_path, locator, allowed=frozenset()):
             assert not re.search(r"^\s*(from|import) (attnzoo|detectors)\b", text, re.M)
             done = run(path, elsewhere)
             assert done.returncode == 1, (path.name, done.stdout[-3000:], done.stderr[-3000:])
+            assert done.stderr == "", done.stderr  # no warning either
             printed = done.stdout.splitlines()
             assert re.search(r": expected .*, got .*, difference ", done.stdout), done.stdout
             assert "reproduced: the implementation still fails" in printed

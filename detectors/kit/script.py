@@ -111,11 +111,11 @@ def _read_early(claim, judged):
         return {(s.call, s.part) for s in (claim.want, claim.got) if not s.late}
     if claim.kind == "constant":
         return {(claim.got.call, claim.got.part)}
-    if claim.kind in ("oracle", "answer", "finite"):
+    if claim.kind in ("oracle", "answer", "finite") and claim.call is not None:
         parts = (claim.part,) if claim.part is not None else (None,)
-        calls = judged or ([claim.call] if claim.call is not None else [])
-        return {(n, p) for n in calls for p in parts}
-    return set()
+        return {(n, p) for n in (judged or [claim.call]) for p in parts}
+    return set()  # every call against exact attention: read at the end, when a later call
+    # that changed an earlier answer shows too
 
 
 def _is_file(target):
@@ -197,7 +197,7 @@ _AS_ARRAY_TORCH = [
     '    """A result, or an expected value, as a float64 NumPy array of its own (a tensor',
     '    detached and moved to the CPU first)."""',
     "    if isinstance(x, torch.Tensor):",
-    '        x = x.detach().to("cpu", torch.float64)',
+    '        return x.detach().to("cpu", torch.float64).numpy().copy()',
     "    return np.array(x, dtype=np.float64)  # a copy",
     "",
     "",
