@@ -22,6 +22,9 @@ CLAUSES = ("S6",)
 ORACLE = "gradient"
 NEEDS = {"attention": ATTENTION.but(torch="autograd"),
          "self-attention": SELF_ATTENTION.but(torch="autograd")}
+# gradcheck's finite differences cost two calls per input element: the kill matrix's tier
+# checks the masked call, the deeper tiers the is_causal one as well
+GRADCHECKED = {"quick": 1}
 
 
 def compare(subject, answer, want, case, low=None, precision="float64"):
@@ -84,7 +87,7 @@ def check(subject, battery):
                 want, low = reference_grads(reference.attend, same, upstream, precision)
                 compare(subject, answer, want, call.name, low, precision)
         refused = gradcheck_refused(subject)
-        for call in tiny_calls(subject, rng):
+        for call in tiny_calls(subject, rng)[:GRADCHECKED.get(battery.depth)]:
             with subject.trial(call):
                 if refused:
                     subject.set_aside[call.name] = refused

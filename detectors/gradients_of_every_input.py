@@ -8,11 +8,12 @@ expanded with stride 0 by ``out.sum()`` or a mean, a slice with a storage offset
 and equal upstream values must give equal gradients whatever their layout. And an input that
 does not require grad gets none, while those that do still get theirs.
 
-Each case is differentiated once with a contiguous upstream gradient, every input requiring
-grad: the float mask's gradient is judged there against the reference's. Where a gradient of
-query, key or value is wrong or missing already, the backward is wrong as a whole: that is
-``correct_gradients``' finding, and the case is not judged here. The case is then differentiated with the upstream gradient in one other form and
-with only some inputs requiring grad, the forms and subsets taken in turn from case to case.
+Each case is differentiated with the upstream gradient in one form (the forms taken in turn
+from case to case) and every input requiring grad, then with only some inputs requiring grad.
+Only when that answer is off is the case differentiated again with the same values laid out
+contiguously, to say which relation failed: where the gradient of query, key or value is wrong
+there too, the backward is wrong as a whole, which is ``correct_gradients``' finding, and the
+case is not judged here; where only the float mask's is, the finding is the mask's gradient.
 """
 
 import numpy as np
@@ -61,10 +62,12 @@ class Judged:
 
     def want(self, g):
         """{name: (the float64 gradient, its allowance)} for the upstream gradient ``g``."""
+        if not g.any():  # exactly zero, at every precision: no reference run needed
+            c = self.call
+            inputs = dict(zip(self.wrt, (c.q, c.k, c.v, c.bias)))
+            return {n: (np.zeros_like(inputs[n], dtype=float), 0.0) for n in self.wrt}
         ref = self.reference
         exact = ref.attend(self.same, dtype="float64", grad=g, wrt=self.wrt).grads
-        if not g.any():  # exactly zero, at every precision
-            return {n: (exact[n], 0.0) for n in self.wrt}
         low = None if self.precision == "float64" else ref.attend(
             self.same, dtype=self.precision, grad=g, wrt=self.wrt).grads
         return {n: (exact[n], gradient_allowance(exact[n], None if low is None else low[n],
@@ -96,14 +99,32 @@ def alone(names, has_mask, i):
 
 
 def partial(subject, call, g, want, wrt):
-    """Only ``wrt`` requires grad: its gradients as before, none for the other inputs."""
+    """The answer with only ``wrt`` requiring grad, and whether it is what the relation says:
+    their gradients as before, none for the other inputs."""
     answer = subject.attend(call, grad=g, wrt=wrt, grad_layout="contiguous")
+    grads = answer.grads or {}
+    held = right(answer, want, wrt) and all(n in wrt or got is None for n, got in grads.items())
+    return answer, held
+
+
+def judge_partial(subject, call, answer, want, wrt):
     relation = f"only {', '.join(wrt)} requiring grad"
     compare(subject, call.name, answer, want, wrt, relation)
     for name, got in (answer.grads or {}).items():
         with subject.case(call.name, answer, relation=relation):
             expect.holds(name in wrt or got is None, f"no gradient for {name}",
                          f"a gradient for {name}, which does not require grad")
+
+
+def whole(subject, call, g, want, wrt, names):
+    """The contiguous backward with every input requiring grad, asked only once a relation
+    failed: None where its query, key or value gradient is wrong (``correct_gradients``'
+    finding), else the answer, whose float-mask gradient this detector judges."""
+    base = subject.attend(call, grad=g, wrt=wrt, grad_layout="contiguous")
+    if not right(base, want, names):
+        return None
+    compare(subject, call.name, base, want, wrt[len(names):], BASE)
+    return base
 
 
 def check(subject, battery):
@@ -114,16 +135,23 @@ def check(subject, battery):
             has_mask = call.bias is not None and subject.contract == "sdpa"
             wrt = names + ((MASK,) if has_mask else ())
             shape = subject.expected(call)[0].shape
-            g = upstream(rng, shape, "contiguous")
             judged = Judged(subject, call, wrt)
-            want = judged.want(g)
-            base = subject.attend(call, grad=g, wrt=wrt, grad_layout="contiguous")
-            if not right(base, want, names):  # a wrong backward: correct_gradients' finding
-                continue
-            compare(subject, call.name, base, want, wrt[len(names):], BASE)
             form = list(FORMS)[i % len(FORMS)]
             h = upstream(rng, shape, form)
+            want = judged.want(h)
             laid = subject.attend(call, grad=h, wrt=wrt,
                                   grad_layout="contiguous" if form == "zeros" else form)
-            compare(subject, call.name, laid, judged.want(h), wrt, FORMS[form])
-            partial(subject, call, g, want, alone(names, has_mask, i))
+            if not right(laid, want, wrt):
+                if whole(subject, call, h, want, wrt, names) is None:
+                    continue
+                compare(subject, call.name, laid, want, wrt, FORMS[form])
+            if form == "zeros":  # every gradient is zero there, whatever the backward does
+                h = upstream(rng, shape, "contiguous")
+                want = judged.want(h)
+            some = alone(names, has_mask, i)
+            answer, held = partial(subject, call, h, want, some)
+            if held:
+                continue
+            if form == "zeros" and whole(subject, call, h, want, wrt, names) is None:
+                continue
+            judge_partial(subject, call, answer, want, some)

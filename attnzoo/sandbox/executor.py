@@ -31,17 +31,21 @@ class DeadlineReached(BaseException):
 class InProcess:
     """Calls the implementation directly, with SIGALRM as the time limit where it can be set."""
 
-    def __init__(self, target, obj=None, call_seconds=CALL_SECONDS):
+    def __init__(self, target, obj=None, call_seconds=CALL_SECONDS, offers=None):
         self.target = target
         self.obj = load(target.locator) if obj is None else obj
-        self.manifest = manifest(self.obj, target)
+        self.manifest = manifest(self.obj, target) if offers is None else offers
         self.call_seconds = call_seconds
         self.notes = []
         self.kept, self.handles, self.issued = {}, 0, []  # answers kept as returned
 
     def fresh(self):
         """An executor on a new instance of the implementation, with none of its history."""
-        return InProcess(self.target, renewed(self.obj), self.call_seconds)
+        obj = renewed(self.obj)
+        # the same class built the same way offers what this instance offers: its signatures
+        # are read once per target, not once per cell of the kill matrix
+        same = type(obj) is type(self.obj)
+        return InProcess(self.target, obj, self.call_seconds, self.manifest if same else None)
 
     def spare(self):
         """Where calls that must not touch this instance's history go: a new instance, or

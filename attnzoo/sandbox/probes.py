@@ -224,7 +224,10 @@ class _Torch:
         return laid_out(t, request["layout"])
 
     def seed(self, seed):
-        self.torch.manual_seed(seed)
+        if self.device == "cpu":  # manual_seed also queues a seed for every accelerator kind
+            self.torch.default_generator.manual_seed(seed)
+        else:
+            self.torch.manual_seed(seed)
         np.random.seed(seed)
 
     def is_array(self, a):

@@ -7,6 +7,8 @@ one value, a few entries. Nothing here is trusted to be right: the caller runs e
 and compares the value with the array it stands for.
 """
 
+import re
+
 import numpy as np
 
 SMALL = 32  # a shift or a row pattern of at most this many numbers is printed
@@ -32,10 +34,22 @@ def value(x, boolean):
 
 
 def literal(a):
-    """``np.array([...])``: float64 or bool, as the request holds it."""
-    body = np.array2string(a, separator=", ", threshold=10**6, max_line_width=10**6,
-                           formatter=None if a.dtype == bool else {"float_kind": number})
-    return f"np.array({body})" if a.dtype == bool else f"np.array({body}, dtype=np.float64)"
+    """``np.array([...])``: float64 or bool, as the request holds it (Python's repr of each
+    float is the shortest that reads back exactly, as :func:`number`'s is)."""
+    if a.dtype == bool:
+        return f"np.array({_rows(repr(a.tolist()))})"
+    body = repr(np.asarray(a, dtype=np.float64).tolist())
+    if not np.isfinite(a).all():
+        body = _NON_FINITE.sub(r"np.\1", body)
+    return f"np.array({_rows(body)}, dtype=np.float64)"
+
+
+def _rows(body):
+    """One line per row of the last axis, as numpy prints them."""
+    return body.replace("], [", "],\n [")
+
+
+_NON_FINITE = re.compile(r"(?<![\w.])(nan|inf)\b")  # repr's words for them, as numpy names
 
 
 def short(a):

@@ -9,6 +9,7 @@ over keys whose scores are all 0 with x as the float mask, and ``causal_self_att
 and V to agree on them.
 """
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -41,8 +42,8 @@ class BuiltinTorch:
     def attention(self, Q, K, V, mask=None):
         T_q, T_k = Q.shape[-2], K.shape[-2]
         extra = () if mask is None else (mask.shape[:-2],)
-        lead_w = torch.broadcast_shapes(Q.shape[:-2], K.shape[:-2], *extra)  # the weights' lead
-        lead = torch.broadcast_shapes(lead_w, V.shape[:-2])  # the output's lead
+        lead_w = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], *extra)  # the weights' lead
+        lead = np.broadcast_shapes(lead_w, V.shape[:-2])  # the output's lead
         eye = torch.eye(T_k, dtype=V.dtype, device=V.device)  # (T_k, T_k): softmax(·) @ I
 
         def sdpa(lead, values):  # the kernel on Q, K, values and mask expanded to one lead

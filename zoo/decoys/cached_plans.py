@@ -12,6 +12,7 @@ changes nothing that is kept.
 
 import math
 
+import numpy as np
 import torch
 
 from zoo import Decoy
@@ -50,7 +51,7 @@ class CachedPlans:
         """q @ kᵀ, into a buffer kept per shape when no gradient is wanted."""
         if q.requires_grad or k.requires_grad:
             return q @ k.transpose(-2, -1)
-        shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]) + (q.shape[-2], k.shape[-2])
+        shape = np.broadcast_shapes(q.shape[:-2], k.shape[:-2]) + (q.shape[-2], k.shape[-2])
         key = (tuple(shape), q.dtype, str(q.device))
         if key not in self.buffers:
             self.buffers[key] = torch.empty(shape, dtype=q.dtype, device=q.device)

@@ -126,7 +126,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     scores = torch.einsum("...hgqd,...hkd->...hgqk", q, k) * factor  # (N, ..., H_kv, g, L, S)
 
     def grouped(m):  # a mask broadcastable to (N, ..., H, L, S), as (N, ..., H_kv, g, L, S)
-        full = torch.broadcast_shapes(m.shape, query.shape[:-1] + (S,))
+        full = np.broadcast_shapes(m.shape, query.shape[:-1] + (S,))
         return m.expand(full).unflatten(-3, (H // g, g))
 
     if attn_mask is not None and attn_mask.dtype == torch.bool:

@@ -139,9 +139,9 @@ class FlashTorch:
         T_q, T_k = Q.shape[-2], K.shape[-2]
         scale = 1 / math.sqrt(Q.shape[-1]) if scale is None else scale
         if mask is not None:
-            mask = mask.expand(torch.broadcast_shapes(mask.shape, (T_q, T_k)))  # (..., T_q, T_k)
+            mask = mask.expand(np.broadcast_shapes(mask.shape, (T_q, T_k)))  # (..., T_q, T_k)
         if bias is not None:
-            bias = bias.to(work).expand(torch.broadcast_shapes(bias.shape, (T_q, T_k)))
+            bias = bias.to(work).expand(np.broadcast_shapes(bias.shape, (T_q, T_k)))
 
         def scores(a, b):  # (..., T_q, b - a): the block's scores, -inf where forbidden
             s = Q @ K[..., a:b, :].transpose(-2, -1) * scale

@@ -6,6 +6,7 @@ answer is the single-launch answer whatever the number of slices. Calls with a m
 heads or dropout go in one launch, as the reference computes them.
 """
 
+import numpy as np
 import torch
 
 from reference.sdpa import ScaledDotProductAttention
@@ -28,7 +29,7 @@ class GridChunked(ScaledDotProductAttention):
         run = super().__call__
         if query.dim() < 3 or attn_mask is not None or enable_gqa or dropout_p > 0:
             return run(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
-        lead = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
+        lead = np.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
         q, k, v = (a.expand(lead + a.shape[-2:]).reshape(-1, *a.shape[-2:])
                    for a in (query, key, value))  # (slices, L|S, E|Ev)
         chunks = [run(q[i:i + GRID], k[i:i + GRID], v[i:i + GRID], None, 0.0, is_causal, scale)

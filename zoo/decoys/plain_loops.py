@@ -167,7 +167,7 @@ class LoopsTorch:
         scale = 1 / math.sqrt(d_k)
         if mask is None:
             mask = torch.ones(T_q, T_k, dtype=torch.bool, device=Q.device)
-        mask = mask.expand(torch.broadcast_shapes(mask.shape, (T_q, T_k)))  # (..., T_q, T_k)
+        mask = mask.expand(np.broadcast_shapes(mask.shape, (T_q, T_k)))  # (..., T_q, T_k)
         minus_inf = torch.tensor(NEG_INF, dtype=work, device=Q.device)
         scores = []  # one (..., T_q) column per key: that key's score for every query
         for j in range(T_k):

@@ -11,6 +11,7 @@ differentiable: its backward sums the gradient over the axes it broadcast.
 
 import math
 
+import numpy as np
 import torch
 
 from zoo import Decoy
@@ -47,7 +48,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if enable_gqa:  # query head h reads key/value head h // g
         g = query.shape[-3] // key.shape[-3]
         key, value = key.repeat_interleave(g, dim=-3), value.repeat_interleave(g, dim=-3)
-    lead = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
+    lead = np.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
     factor = 1 / math.sqrt(E) if scale is None else scale
     q = staged(query, lead + (L, E), work).view(-1, L, E) * factor  # (B, L, E), B = N·…·H
     k = staged(key, lead + (S, E), work).view(-1, S, E)  # (B, S, E)

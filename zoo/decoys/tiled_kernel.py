@@ -12,6 +12,7 @@ features, scaled before the product, and half precision accumulates in float32.
 
 import math
 
+import numpy as np
 import torch
 
 from zoo import Decoy
@@ -48,7 +49,7 @@ class TiledSDPA:
         mask = bias = None
         if attn_mask is not None:
             attn_mask = self.align_mask(attn_mask, query)
-            full = attn_mask.expand(torch.broadcast_shapes(attn_mask.shape, (L, S)))  # (.., L, S)
+            full = attn_mask.expand(np.broadcast_shapes(attn_mask.shape, (L, S)))  # (.., L, S)
             mask, bias = (full, None) if full.dtype == torch.bool else (None, full.to(work))
         chunks = [self.attend_chunk(q, k, v, mask, bias, factor, is_causal, rows, dropout_p)
                   for rows in self.query_chunks(L)]
