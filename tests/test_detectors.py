@@ -680,11 +680,20 @@ class Sleeps(LessonNumpy):
         return super().attention(Q, K, V, mask)
 
 
+class Spins(LessonNumpy):
+    def attention(self, Q, K, V, mask=None):
+        end = time.process_time() + 1  # computes far past the limit: cut at its processor time
+        while time.process_time() < end:
+            pass
+        return super().attention(Q, K, V, mask)
+
+
 @pytest.mark.parametrize("impl, verdict, what", [
     (Raises, "crashed", "got raised ValueError: shapes do not align ["),
     (ReturnsOutOnly, "crashed", "got returned a ndarray, not a pair (out, weights) ["),
-    (Sleeps, "hung", "got no answer within 0.05 s ["),
-], ids=["raises", "not-a-pair", "sleeps"])
+    (Sleeps, "hung", "got no answer within 0.05 s of processor time (0.3 s of wall time) ["),
+    (Spins, "hung", "got no answer within 0.05 s of processor time (0.3 s of wall time) ["),
+], ids=["raises", "not-a-pair", "sleeps", "spins"])
 def test_implementation_failures(impl, verdict, what, battery):
     sub = subject(impl(), impl.__name__, call_seconds=0.05)
     finding = run(DETECTORS["matches_loop_oracle"], sub, battery)
@@ -693,8 +702,8 @@ def test_implementation_failures(impl, verdict, what, battery):
     assert what in finding.message and finding.message.endswith(")]"), finding.message
     assert ".attention(Q " in finding.message  # the call that failed, as it was made
     compile(finding.evidence.snippet, "<snippet>", "exec")
-    if impl is Sleeps:  # the sleeping call was cut short, not waited out
-        assert finding.evidence.actual == "no answer within 0.05 s", finding.evidence
+    if impl in (Sleeps, Spins):  # the call was cut short, not waited out
+        assert finding.evidence.actual.startswith("no answer within 0.05 s"), finding.evidence
 
 
 @pytest.mark.parametrize("impl", [LessonNumpy, Sleeps], ids=["answers", "sleeps"])

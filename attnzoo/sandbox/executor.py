@@ -17,6 +17,7 @@ from attnzoo.sandbox.target import BadTarget, load, renewed
 from detectors.kit.verdict import CRASHED, HUNG, ImplementationFailure
 
 GRADCHECK_FACTOR = 6  # gradcheck makes many calls
+WALL_FACTOR = 6  # in-process: wall time allowed per second of the processor-time limit
 
 
 def limit_for(request, seconds):
@@ -74,17 +75,25 @@ class InProcess:
             return probes.execute(self.obj, self.target, self.manifest, decoded, self.kept)
         # _signal.signal, not signal.signal: the latter's wrapper turns handlers into enums and
         # back, and around a call of a small battery case that costs a tenth of the call
-        previous = _signal.signal(signal.SIGALRM, _raise_timeout)
-        signal.setitimer(signal.ITIMER_REAL, limit)
+        # The limit is CPU time, so a loaded machine (a sweep, parallel test workers) cannot
+        # turn a slow correct call into a hang; wall time WALL_FACTOR times longer still ends a
+        # call that waits without computing.
+        previous = (_signal.signal(signal.SIGALRM, _raise_timeout),
+                    _signal.signal(signal.SIGPROF, _raise_timeout))
+        signal.setitimer(signal.ITIMER_PROF, limit)
+        signal.setitimer(signal.ITIMER_REAL, limit * WALL_FACTOR)
         try:
             return probes.execute(self.obj, self.target, self.manifest, decoded, self.kept)
         except probes.CallTimeout:
             raise ImplementationFailure(
-                HUNG, f"no answer within {limit:g} s", request.describe()
+                HUNG, f"no answer within {limit:g} s of processor time "
+                      f"({limit * WALL_FACTOR:g} s of wall time)", request.describe()
             ) from None
         finally:
+            signal.setitimer(signal.ITIMER_PROF, 0)
             signal.setitimer(signal.ITIMER_REAL, 0)
-            _signal.signal(signal.SIGALRM, previous)
+            _signal.signal(signal.SIGALRM, previous[0])
+            _signal.signal(signal.SIGPROF, previous[1])
 
     @staticmethod
     def trusted(target):
