@@ -4,6 +4,11 @@ A side-effect check: every argument is compared, bit for bit, before and after e
 every function. In-place habits — ``Q /= sqrt(d)``, ``x -= x.max()``, ``mask.logical_not_()`` —
 save a copy and silently corrupt the caller's tensors, which then give a different answer the
 next time they are used.
+
+A write put back before the call returns leaves the bytes as they were, and is still a write: a
+concurrent reader of the caller's array sees it, and it fails on a read-only or shared buffer.
+The first and the largest case are called once more with NumPy inputs read-only (a write
+raises) or with torch's version counter of each input watched (every in-place op moves it).
 """
 
 from detectors.kit import expect
@@ -15,8 +20,12 @@ ORACLE = "side-effect"
 NEEDS = {"softmax": SOFTMAX, "attention": ATTENTION, "self-attention": SELF_ATTENTION}
 
 
-def unchanged(subject, answer, case):
-    with subject.case(case, answer):
+GUARDED = ("the same call with read-only NumPy inputs or watched torch version counters: a "
+           "write put back before returning")
+
+
+def unchanged(subject, answer, case, relation=""):
+    with subject.case(case, answer, relation=relation):
         expect.holds(not answer.mutated, f"{', '.join(answer.mutated)} left unchanged",
                      f"{', '.join(answer.mutated)} modified by the call")
 
@@ -26,10 +35,19 @@ def check(subject, battery):
         for call in battery.softmax:
             with subject.trial(call):
                 unchanged(subject, subject.softmax(call.x, inputs=True), call.name)
+        for call in battery.softmax[:1]:
+            with subject.trial(call):
+                answer = subject.softmax(call.x, inputs=True, guarded=True)
+                unchanged(subject, answer, call.name, GUARDED)
     if subject.uses("attention"):
-        for call in subject.cases(battery):
+        cases = subject.cases(battery)
+        for call in cases:
             with subject.trial(call):
                 unchanged(subject, subject.attend(call, inputs=True), call.name)
+        for call in {id(c): c for c in cases[:1] + cases[-1:]}.values():
+            with subject.trial(call):
+                answer = subject.attend(call, inputs=True, guarded=True)
+                unchanged(subject, answer, call.name, GUARDED)
     if subject.uses("self-attention"):
         for call in battery.self_attention:
             with subject.trial(call):

@@ -15,7 +15,7 @@ import numpy as np
 
 from attnzoo.inert import inert
 from attnzoo.sandbox import gradcheck, wire
-from detectors.kit.calls import ARG_NAMES, RETURNS, Result
+from detectors.kit.calls import ANY_INPUT, ARG_NAMES, RETURNS, Result
 from detectors.kit.memory import LAYOUTS
 from detectors.kit.verdict import CRASHED, ImplementationFailure
 
@@ -47,6 +47,8 @@ def encode(request, target):
                 "shape": list(np.shape(request.grad))}
     if request.grad_layout not in (None,) + LAYOUTS:
         raise ValueError(f"an upstream gradient laid out {request.grad_layout!r}")
+    if request.guarded and not request.inputs:
+        raise ValueError("a guarded request reads its inputs back as well (inputs=True)")
     if request.layout not in LAYOUTS:
         raise ValueError(f"arguments laid out {request.layout!r}")
     header = {"fn": request.fn, "args": args, "kwargs": kwargs, "grad": grad,
@@ -54,6 +56,7 @@ def encode(request, target):
               "wrt": None if request.wrt is None else list(request.wrt),
               "gradcheck": bool(request.gradcheck), "seed": request.seed,
               "layout": request.layout, "keep": None, "inputs": bool(request.inputs),
+              "guarded": bool(request.guarded),
               "refill": request.refill, "overwrite": request.overwrite,
               "call": request.describe()}
     # the arrays' own bytes, not copies: nothing writes to them before the answer is decided
@@ -111,6 +114,8 @@ def _decide(reply, buffers, sent, sent_buffers, request, target):
     out = tuple(_as_answer(a, name, target.backend) for a, name in arrays)
     dtypes = tuple(name for _, name in arrays)
     mutated = _mutated(reply["inputs"], buffers, sent, sent_buffers) if request.inputs else None
+    if request.guarded:  # written and put back: as changed as what stayed changed
+        mutated = tuple(dict.fromkeys(mutated + _written(reply.get("written"), sent)))
     return Result(out, dtypes, mutated, seconds, _grads(reply.get("grads"), buffers, request))
 
 
@@ -143,6 +148,14 @@ def _mutated(inputs, buffers, sent, sent_buffers):
         if not equal:
             changed.append(name)
     return tuple(changed)
+
+
+def _written(written, sent):
+    """The inputs a guarded call wrote into, as the worker names them: sent names only."""
+    names = [name for name, _, _ in sent]
+    if not isinstance(written, list) or not all(w in names or w == ANY_INPUT for w in written):
+        raise wire.Malformed("written inputs that were not sent")
+    return tuple(written)
 
 
 def _same_bytes(after, buffers, desc, sent):

@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 
 from attnzoo.sandbox import caller, gradcheck
-from detectors.kit.calls import ARG_NAMES, RETURNS
+from detectors.kit.calls import ANY_INPUT, ARG_NAMES, RETURNS
 from detectors.kit.memory import laid_out, laid_out_array
 from detectors.kit.verdict import CRASHED, ImplementationFailure
 
@@ -52,8 +52,11 @@ def execute(obj, target, manifest, request, kept=None):
                 "gradcheck": data}, buffers
     if request["grad"] is not None:
         args, kwargs = backend.requires_grad(args, kwargs, request)
-    start = time.perf_counter()
-    answer = guarded(fn, args, kwargs, request)
+    start, written = time.perf_counter(), []
+    if request.get("guarded"):
+        answer, args, kwargs, written = backend.watched(fn, args, kwargs, request)
+    else:
+        answer = guarded(fn, args, kwargs, request)
     seconds = time.perf_counter() - start
     items = _unpack(answer, request, backend)
     if request.get("keep") is not None and kept is not None:
@@ -70,7 +73,20 @@ def execute(obj, target, manifest, request, kept=None):
         values = backend.read_all(items, buffers, request)
         grads = backend.grads(items[0], args, kwargs, request, buffers)
         inputs = backend.read_all(arrays, buffers, request)
-    return {"values": values, "inputs": inputs, "seconds": seconds, "grads": grads}, buffers
+    return {"values": values, "inputs": inputs, "seconds": seconds, "grads": grads,
+            "written": written}, buffers
+
+
+def _named_arrays(backend, args, kwargs, request):
+    """(name, array) of every array argument, by the contract's names."""
+    named = list(zip(ARG_NAMES[request["fn"]], args)) + list(kwargs.items())
+    return [(n, a) for n, a in named if backend.is_array(a)]
+
+
+def _built(backend, request):
+    """The request's arguments built again, as new arrays."""
+    return ([backend.build(a, request) for a in request["args"]],
+            {k: backend.build(v, request) for k, v in request["kwargs"].items()})
 
 
 def reread(target, kept, handle):
@@ -190,6 +206,28 @@ class _Numpy:
     def requires_grad(self, args, kwargs, request):
         raise ImplementationFailure(CRASHED, "NumPy has no autograd", "gradient")
 
+    def watched(self, fn, args, kwargs, request):
+        """The call with every array argument read-only: (answer, args, kwargs, the names of
+        those it writes into). Only when that raises is each input tried read-only alone, to
+        name it, and the call made once more with writable inputs for its answer (a raise
+        there is the call's own)."""
+        for _, a in _named_arrays(self, args, kwargs, request):
+            a.flags.writeable = False
+        try:
+            return guarded(fn, args, kwargs, request), args, kwargs, []
+        except ImplementationFailure:
+            pass
+        written = []
+        for name, _ in _named_arrays(self, args, kwargs, request):
+            again, again_kw = _built(self, request)
+            dict(_named_arrays(self, again, again_kw, request))[name].flags.writeable = False
+            try:
+                guarded(fn, again, again_kw, request)
+            except ImplementationFailure:
+                written.append(name)
+        args, kwargs = _built(self, request)
+        return guarded(fn, args, kwargs, request), args, kwargs, written or [ANY_INPUT]
+
     def gradcheck(self, fn, args, kwargs, request, buffers):
         raise ImplementationFailure(CRASHED, "NumPy has no autograd", "gradcheck")
 
@@ -285,6 +323,15 @@ class _Torch:
 
         return ([leaf(n, a, True) for n, a in zip(names, args)],
                 {k: leaf(k, v, False) for k, v in kwargs.items()})
+
+    def watched(self, fn, args, kwargs, request):
+        """The call, and the names of the tensor arguments whose version counter it moved:
+        every in-place write counts, even one put back before returning."""
+        version = self.base._version.__get__
+        named = _named_arrays(self, args, kwargs, request)
+        before = [version(a) for _, a in named]
+        answer = guarded(fn, args, kwargs, request)
+        return answer, args, kwargs, [n for (n, a), v in zip(named, before) if version(a) != v]
 
     def grads(self, out, args, kwargs, request, buffers):
         """Every float argument's gradient (None where none reached it) after the backward of

@@ -19,6 +19,8 @@ ARG_NAMES = {
 RETURNS = {"causal_mask": 1, "softmax": 1, "attention": 2, "causal_self_attention": 2, "sdpa": 1}
 
 
+ANY_INPUT = "an input"  # a read-only NumPy call raised, and no one input alone made it raise
+
 @dataclass
 class Request:
     fn: str  # a lesson function name, or "sdpa"
@@ -46,6 +48,9 @@ class Request:
     refill: int | None = None  # call with that call's argument objects, refilled in place
     overwrite: int | None = None  # first write NaN into that call's floating-point answers
     inputs: bool = False  # read every argument back after the call: did the call change it?
+    # with ``inputs``: NumPy arguments read-only, torch ones watched by their version counter,
+    # so a write put back before the call returns is seen as well
+    guarded: bool = False
 
     def describe(self, target_name=""):
         """``attention(Q (2, 4, 5) float64, K (2, 6, 5), ...)`` for messages."""

@@ -177,6 +177,8 @@ def helpers(target, requests, claim, judged):
     elif inputs:
         lines += _LAID_OUT_NUMPY
     lines += (_AS_ARRAY_TORCH if torch else _AS_ARRAY_NUMPY) + _DIFFERS + _FINISH
+    if torch and claim.kind == "unchanged" and any(r.guarded for r in requests):
+        lines += _WRITTEN
     exact = [requests[n] for n in judged]
     if claim.kind == "gradient":
         exact.append(requests[claim.call])
@@ -185,6 +187,17 @@ def helpers(target, requests, claim, judged):
     return lines
 
 
+_WRITTEN = [
+    "def written(what, t, version):",
+    '    """Print whether the call wrote into ``t``: its version counter moved from ``version``',
+    '    (an in-place write moves it even when a second one puts the values back)."""',
+    "    moved = t._version != version",
+    '    print(f"{what}: version counter {version} before the call, {t._version} after"',
+    '          + (" (written into)" if moved else ""))',
+    "    return moved",
+    "",
+    "",
+]
 _AS_ARRAY_NUMPY = [
     "def as_array(x):",
     '    """A result, or an expected value, as a float64 NumPy array of its own."""',
@@ -448,6 +461,8 @@ class Calls:
             copy = ".clone()" if self.torch else ".copy()"
             lines += [f"kept_{name} = {name}{copy}  # to see whether the call changes it"
                       for name in claim.args if name in self.leaves]
+            if request.guarded:  # a write put back before returning leaves equal bytes
+                lines += _guards(self.torch, [n for n in self.leaves])
         if request.seed is not None:
             lines.append((f"torch.manual_seed({request.seed}); " if self.torch else "")
                          + f"np.random.seed({request.seed})")
@@ -468,6 +483,12 @@ class Calls:
             else:
                 call.append(f"    {out}.backward(laid_out({upstream}, "
                             f"{request.grad_layout!r}))  # G as a caller lays it out")
+        if claim is not None and claim.kind == "unchanged" and request.guarded \
+                and not self.torch:
+            call = ["try:", *("    " + c for c in call),
+                    "except ValueError as error:  # a write into a read-only input",
+                    '    print(f"the call wrote into a read-only input: {error}")',
+                    "    finish(True)"]
         if claim is not None and claim.kind == "answer":
             what = "call and its backward" if wrt else "call"
             call = ["try:", *("    " + c for c in call),
@@ -558,6 +579,8 @@ def _compare(requests, claim, calls, judged, relation, built):
     if kind == "unchanged":
         checks = [f"differs({(n + ' after the call')!r}, kept_{n}, {n}, atol=0.0)"
                   for n in claim.args if n in calls.leaves]
+        if calls.torch and any(r.guarded for r in requests):
+            checks += [f"written({n!r}, {n}, version_{n})" for n in calls.leaves]
         return ["# the call should leave its arguments as they were",
                 f"finish(any([{', '.join(checks)}]))"]
     if kind == "gradient":
@@ -677,3 +700,13 @@ def _gradient(requests, claim, calls, built):
     if len(checks) == 1:
         return lines + [f"finish({checks[0]})"]
     return lines + ["failed = [" + ",\n          ".join(checks) + "]", "finish(any(failed))"]
+
+
+def _guards(torch, names):
+    """Lines that make a write into the inputs ``names`` visible even once undone: NumPy
+    arrays made read-only, torch's version counter of each tensor kept."""
+    if torch:
+        return [f"version_{n} = {n}._version  # every in-place op on {n} moves it"
+                for n in names]
+    return [f"{n}.flags.writeable = False  # a write into {n} raises, even one put back later"
+            for n in names]

@@ -225,9 +225,9 @@ class Subject(Offers, Trials):
             answer.weights = sdpa_request.unfold(answer.weights, shape)
         return answer
 
-    def softmax(self, x, dtype=None, keep=False, inputs=False):
+    def softmax(self, x, dtype=None, keep=False, inputs=False, guarded=False):
         request = Request("softmax", (x,), dtype=dtype or self.dtype, device=self.target.device,
-                          keep=keep, inputs=inputs)
+                          keep=keep, inputs=inputs, guarded=guarded)
         result = self.send(request)
         return Answer(result.values[0], None, result.dtypes[0], (request,), result.mutated,
                       kept=result.kept)

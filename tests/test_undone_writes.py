@@ -1,0 +1,65 @@
+"""A write into an input put back before the call returns is still a write (C7).
+
+The bytes after the call are the bytes sent, so comparing them sees nothing; read-only NumPy
+inputs and torch's version counters do. tests/targets/writes_and_restores.py scales its query
+(or softmax's x) in place and back, in both forms."""
+
+import json
+
+import pytest
+
+from attnzoo.runner import run
+from attnzoo.sandbox.executor import InProcess
+from attnzoo.sandbox.target import Target, load
+from detectors import by_name
+from detectors.input_immutability import GUARDED
+from detectors.kit.battery import Battery
+from detectors.kit.subject import Subject
+from tests.test_cli import attnzoo
+
+DETECTOR = by_name()["input_immutability"]
+TARGET = "tests/targets/writes_and_restores.py"
+
+
+def finding(locator, contract, backend):
+    target = Target(locator, locator, contract, backend)
+    return run(DETECTOR, Subject(target, InProcess(target, obj=load(locator))), Battery(0))
+
+
+@pytest.mark.parametrize("locator, contract, backend, name", [
+    (TARGET, "lesson", "numpy", "x"),  # softmax is judged before attention
+    (f"{TARGET}:sdpa", "sdpa", "torch", "query"),
+], ids=["numpy-read-only", "torch-version-counter"])
+def test_a_write_put_back_is_flagged_and_named(locator, contract, backend, name):
+    f = finding(locator, contract, backend)
+    assert f.verdict == "killed", f.message
+    assert f"expected {name} left unchanged ({GUARDED}), got {name} modified by the call" \
+        in f.message, f.message
+
+
+@pytest.mark.parametrize("locator, contract, backend", [
+    ("reference.lesson_numpy", "lesson", "numpy"),
+    ("reference.lesson_torch", "lesson", "torch"),
+    ("torch.nn.functional:scaled_dot_product_attention", "sdpa", "torch"),
+], ids=["numpy", "torch-lesson", "sdpa"])
+def test_correct_code_is_clean_with_guarded_inputs(locator, contract, backend):
+    f = finding(locator, contract, backend)
+    assert f.verdict == "survived", f.message
+
+
+def test_the_worker_sees_the_version_counter_move():
+    done = attnzoo("check", f"{TARGET}:sdpa", "--only", "input_immutability", "--depth", "quick",
+                   "--json")
+    assert done.returncode == 1, done.stderr
+    (impl,) = json.loads(done.stdout)["implementations"]
+    (cell,) = impl["findings"]
+    assert cell["verdict"] == "killed" and "query modified by the call" in cell["message"], cell
+
+
+@pytest.mark.parametrize("locator", [f"{TARGET}:sdpa", TARGET], ids=["torch", "numpy"])
+def test_the_standalone_reproduction_sees_the_undone_write(locator, tmp_path):
+    done = attnzoo("check", locator, "--only", "input_immutability", "--depth", "quick",
+                   "--repro-dir", str(tmp_path))
+    assert done.returncode == 1, done.stderr
+    lines = [line for line in done.stdout.splitlines() if "reproduction: " in line]
+    assert lines and all(line.endswith("(reproduces)") for line in lines), done.stdout
