@@ -5,19 +5,25 @@ engines avoid an allocation per call by writing into a workspace they keep — a
 view of it, so the next call silently rewrites the answer the caller is still holding (PyTorch
 documents exactly this of CUDA-graph outputs). The sandbox keeps each answer as it was
 returned; after later calls of smaller, larger and differently shaped inputs its arrays are
-read again and must be bit-identical to what was read at first. (That a call's *answer* does
-not depend on the calls before it — after a larger one included — is
-:mod:`call_order_independence`'s property.)
+read again and must be bit-identical to what was read at first; past the quick tier, once more a
+moment later (``LATE``), for an answer a background thread or stream changes after the call has
+returned. (That a call's *answer* does not depend on the calls before it — after a larger one
+included — is :mod:`call_order_independence`'s property.)
 """
+
+import time
 
 from detectors.kit import expect
 from detectors.kit.needs import ATTENTION, SOFTMAX
 
-PROPERTY = "A returned array (out, and the weights a lesson function returns) never changes when later calls of other shapes are made."
+PROPERTY = "A returned array (out, and the weights a lesson function returns) never changes when later calls of other shapes are made, nor a moment after the call returned."
 CLAUSES = ("C7",)
 ORACLE = "side-effect"
 NEEDS = {"attention": ATTENTION, "softmax": SOFTMAX}
 KEPT = "the answer as returned, read again after later calls of other shapes"
+# past quick, each kept answer is read once more this long after it was returned: an answer a
+# background thread or stream finishes (or reuses) a moment after the call came back is caught
+LATE = {"standard": 0.25, "deep": 1.0}  # seconds
 
 
 def picks(calls):
@@ -26,7 +32,8 @@ def picks(calls):
     return list({id(c): c for c in chosen}.values())
 
 
-def unchanged(subject, calls, run, name):
+def unchanged(subject, calls, run, name, late=None):
+    start = time.monotonic()
     first = subject.answers(calls, lambda c: run(c, True), name)  # kept as returned
     calls = [c for c, _ in first]  # those answered
     later = subject.answers(calls[::-1], lambda c: run(c, False), name)  # larger, smaller, …
@@ -39,6 +46,17 @@ def unchanged(subject, calls, run, name):
                 expect.identical(answer.out, now.out, "out", ("returned", "later"))
                 if answer.weights is not None:
                     expect.identical(answer.weights, now.weights, "weights", ("returned", "later"))
+    if late is None or not first:
+        return
+    time.sleep(max(0.0, start + late - time.monotonic()))
+    for call, answer in first:
+        with subject.trial(name(call)):
+            now = subject.reread(answer)
+            with subject.case(name(call), answer, relation=f"the answer as returned, read "
+                                                           f"again {late:g} s later"):
+                expect.identical(answer.out, now.out, "out", ("returned", "later"))
+                if answer.weights is not None:
+                    expect.identical(answer.weights, now.weights, "weights", ("returned", "later"))
 
 
 def check(subject, battery):
@@ -46,7 +64,7 @@ def check(subject, battery):
         weights = subject.weights_free  # a lesson function returns its weights: keep both
         unchanged(subject, picks(subject.cases(battery)),
                   lambda c, keep: subject.attend(c, weights=weights, keep=keep),
-                  lambda c: c.name)
+                  lambda c: c.name, LATE.get(battery.depth))
     if subject.uses("softmax"):
         calls = sorted(battery.softmax, key=lambda c: c.size())
         unchanged(subject, calls, lambda c, keep: subject.softmax(c.x, keep=keep),

@@ -1,8 +1,10 @@
-"""A write into an input put back before the call returns is still a write (C7).
+"""Side effects a comparison of bytes right after the call cannot see (C7).
 
-The bytes after the call are the bytes sent, so comparing them sees nothing; read-only NumPy
-inputs and torch's version counters do. tests/targets/writes_and_restores.py scales its query
-(or softmax's x) in place and back, in both forms."""
+A write into an input put back before the call returns leaves the bytes as they were: read-only
+NumPy inputs and torch's version counters see it (tests/targets/writes_and_restores.py scales
+its query, or softmax's x, in place and back). An answer a background thread changes a moment
+after the call returned reads unchanged by the calls right after it: past quick, kept answers
+are read once more a moment later (tests/targets/changes_after_return.py)."""
 
 import json
 
@@ -11,6 +13,7 @@ import pytest
 from attnzoo.runner import run
 from attnzoo.sandbox.executor import InProcess
 from attnzoo.sandbox.target import Target, load
+from detectors import answers_stay_as_returned as stays
 from detectors import by_name
 from detectors.input_immutability import GUARDED
 from detectors.kit.battery import Battery
@@ -19,11 +22,13 @@ from tests.test_cli import attnzoo
 
 DETECTOR = by_name()["input_immutability"]
 TARGET = "tests/targets/writes_and_restores.py"
+LATER = "tests/targets/changes_after_return.py"
+stays_detector = by_name()["answers_stay_as_returned"]
 
 
-def finding(locator, contract, backend):
+def finding(locator, contract, backend, detector=DETECTOR):
     target = Target(locator, locator, contract, backend)
-    return run(DETECTOR, Subject(target, InProcess(target, obj=load(locator))), Battery(0))
+    return run(detector, Subject(target, InProcess(target, obj=load(locator))), Battery(0))
 
 
 @pytest.mark.parametrize("locator, contract, backend, name", [
@@ -63,3 +68,18 @@ def test_the_standalone_reproduction_sees_the_undone_write(locator, tmp_path):
     assert done.returncode == 1, done.stderr
     lines = [line for line in done.stdout.splitlines() if "reproduction: " in line]
     assert lines and all(line.endswith("(reproduces)") for line in lines), done.stdout
+
+
+def test_an_answer_changed_a_moment_after_returning_is_read_again_later(monkeypatch):
+    """The target changes each answer 0.75 s after returning it; the quick battery's calls
+    after it take milliseconds, so only the late reading (made 1.5 s on here) can see it."""
+    monkeypatch.setattr(stays, "LATE", {"quick": 1.5})
+    monkeypatch.setenv("ATTNZOO_TEST_CHANGE_AFTER", "0.75")
+    f = finding(f"{LATER}:sdpa", "sdpa", "torch", stays_detector)
+    assert f.verdict == "killed", f.message
+    assert "(exactly; they differ by" in f.message and "read again 1.5 s later" in f.message, \
+        f.message
+
+
+def test_no_late_reading_at_quick():
+    assert "quick" not in stays.LATE  # the kill matrix's tier pays no wait
