@@ -61,21 +61,22 @@ def listing():
     """One dict per entry, as ``attnzoo list --json`` prints it."""
     return [
         {"id": e.id, "kind": "bug", "category": e.meta.category, "symptom": e.meta.symptom,
-         "backends": list(e.backends), "title": e.meta.title}
+         "backends": list(e.backends), "title": e.meta.title, "depth": e.meta.depth}
         for e in bugs()
     ] + [
         {"id": e.id, "kind": "decoy", "category": "correct", "symptom": "-",
-         "backends": list(e.backends), "title": e.meta.title}
+         "backends": list(e.backends), "title": e.meta.title, "depth": "-"}
         for e in decoys()
     ]
 
 
 def listing_text(rows):
     w = max(len(r["id"]) for r in rows)
-    lines = [f"{'id':<{w}}  {'category':<10} {'symptom':<7} {'backends':<17} title"]
+    lines = [f"{'id':<{w}}  {'category':<10} {'symptom':<7} {'backends':<17} {'shows at':<9}"
+             " title"]
     for r in rows:
         lines.append(f"{r['id']:<{w}}  {r['category']:<10} {r['symptom']:<7} "
-                     f"{','.join(r['backends']):<17} {r['title']}")
+                     f"{','.join(r['backends']):<17} {r['depth']:<9} {r['title']}")
     n_bugs = sum(1 for r in rows if r["kind"] == "bug")
     lines.append(f"{n_bugs} bugs, {len(rows) - n_bugs} decoys")
     return "\n".join(lines)

@@ -637,8 +637,29 @@ def test_list_json():
     assert {r["id"] for r in rows if r["kind"] == "bug"} == {e.id for e in zoo.BUGS}
     assert {r["id"] for r in rows if r["kind"] == "decoy"} == {e.id for e in zoo.DECOYS}
     for r in rows:
-        assert set(r) == {"id", "kind", "category", "symptom", "backends", "title"}
+        assert set(r) == {"id", "kind", "category", "symptom", "backends", "title", "depth"}
         assert set(r["backends"]) <= {"numpy", "torch", "sdpa"}
+        assert r["depth"] in (("quick", "standard", "deep") if r["kind"] == "bug" else ("-",))
+
+
+def test_the_depth_an_entry_shows_at_agrees_everywhere():
+    """list, show, the committed matrix's summary and the catalogue say one thing: at which
+    tier each entry shows, and that rows of deeper entries are not counted as missed."""
+    rows = json.loads(attnzoo("list", "--json").stdout)
+    deeper = {r["id"]: r for r in rows if r["kind"] == "bug" and r["depth"] != "quick"}
+    assert deeper, "the zoo has entries that show only past quick"
+    matrix = json.loads((REPO / "docs" / "kill-matrix.json").read_text(encoding="utf-8"))
+    s = matrix["summary"]
+    assert s["depth"] == "quick" and s["missed_rows"] == []
+    assert s["deeper_rows"] == sum(len(r["backends"]) for r in deeper.values())
+    readme = (REPO / "docs" / "catalogue" / "README.md").read_text(encoding="utf-8")
+    for entry_id, r in deeper.items():
+        line = next(x for x in readme.splitlines() if x.startswith(f"- [`{entry_id}`]"))
+        assert line.endswith(f"it shows at {r['depth']}, not quick"), line
+    entry_id = min(i for i, r in deeper.items() if r["depth"] == "standard")
+    shown = cached("show", entry_id).stdout
+    assert re.search(r"^\w+ at standard: caught by [1-9]\d*/\d+ detectors", shown, re.MULTILINE), \
+        shown
 
 
 def test_python_m_attnzoo_is_attnzoo():
@@ -666,7 +687,7 @@ def test_show_entry():
     assert "+++ zoo/mask_fill_zero.py Numpy.attention" in out
     assert re.search(r"^\+.*# BUG", out, re.MULTILINE), "the diff shows the marked line"
     for backend in ("numpy", "torch"):
-        assert re.search(rf"^{backend}: caught by \d+/\d+ detectors: .*known_answers", out,
+        assert re.search(rf"^{backend} at quick: caught by \d+/\d+ detectors: .*known_answers", out,
                          re.MULTILINE)
 
 

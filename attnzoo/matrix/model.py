@@ -100,6 +100,7 @@ class Matrix:
     baselines: list
     rows: list
     findings: dict = field(default_factory=dict)  # (row label, detector) -> Finding
+    depth: str = "quick"  # the battery tier every cell ran at
 
     def kind(self, row, detector):
         finding = self.findings.get((row.label, detector))
@@ -120,17 +121,26 @@ class Matrix:
     def summary(self):
         bug_rows = [r for r in self.rows if r.kind == "bug"]
         bugs = sorted({r.id for r in bug_rows})
+        here = DEPTHS.index(self.depth)
+        deeper = [r for r in bug_rows if DEPTHS.index(r.depth) > here]  # survive by design
 
         def suite(names):
             rows_caught = [r for r in bug_rows if self.caught_by(r, names)]
             ids = {r.id for r in rows_caught}
             return {"rows": len(rows_caught), "bugs": len(ids)}
 
+        missed = [r.label for r in bug_rows
+                  if r not in deeper and not self.caught_by(r, self.detectors)]
+
         single = [r.label for r in bug_rows if len(self.caught_by(r, self.detectors)) == 1]
         correct = [r for r in self.rows if r.kind != "bug"]
         return {
             "seed": self.seed,
+            "depth": self.depth,
             "bug_rows": len(bug_rows),
+            # rows of bugs that show only at a deeper tier (BUG.depth): not at this depth
+            "deeper_rows": len(deeper),
+            "missed_rows": missed,  # rows that show at this depth and no detector caught
             "bugs": len(bugs),
             "full_suite": suite(self.detectors),
             "baselines": {b: suite([b]) for b in self.baselines},
@@ -174,7 +184,7 @@ def evaluate(seed=0, repeat=1, select=None, device="cpu", dtype="float64", progr
     """
     dets, bases = all_detectors(), baseline_suites()
     chosen = [r for r in rows(depth) if select is None or select(r)]
-    matrix = Matrix(seed, [d.NAME for d in dets], [b.NAME for b in bases], chosen)
+    matrix = Matrix(seed, [d.NAME for d in dets], [b.NAME for b in bases], chosen, depth=depth)
     _RUN[:] = [Battery(seed, repeat, depth), device, dtype, only]  # forked processes inherit it
     if jobs > 1 and len(chosen) > 1:
         import concurrent.futures

@@ -62,7 +62,8 @@ class KillMatrixReport:
         chosen = [r for r in rows(self.config.getoption("kill_matrix_depth")) if r.label in seen]
         dets = [d.NAME for d in all_detectors() if any(d.NAME == k[1] for k in self.cells)]
         bases = [b.NAME for b in baseline_suites() if any(b.NAME == k[1] for k in self.cells)]
-        m = Matrix(self.config.getoption("kill_matrix_seed"), dets, bases, chosen)
+        m = Matrix(self.config.getoption("kill_matrix_seed"), dets, bases, chosen,
+                   depth=self.config.getoption("kill_matrix_depth"))
         m.findings = {k: Finding.from_json(v) for k, v in self.cells.items()}
         return m
 

@@ -45,9 +45,12 @@ def markdown(m):
 def summary_lines(m):
     s = m.summary()
     full = s["full_suite"]
+    deeper, missed = s["deeper_rows"], s["missed_rows"]
     out = [
-        f"full suite: caught {full['rows']}/{s['bug_rows']} bug rows "
-        f"({full['bugs']}/{s['bugs']} bugs)",
+        f"full suite at {s['depth']}: caught {full['rows']}/{s['bug_rows']} bug rows "
+        f"({full['bugs']}/{s['bugs']} bugs); not at this depth: {deeper} "
+        f"(they show at a deeper tier); missed: {len(missed)}"
+        + (f" ({', '.join(missed)})" if missed else ""),
     ]
     for name, b in s["baselines"].items():
         out.append(f"baseline {name}: caught {b['rows']}/{s['bug_rows']} bug rows "

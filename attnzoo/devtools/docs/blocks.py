@@ -30,7 +30,9 @@ def link(entry_id):
 
 def block_oracle_table(view):
     n_rows, n_bugs = len(view.bug_rows), len({r["id"] for r in view.bug_rows})
-    lines = [f"Out of {n_rows} bug rows ({n_bugs} bugs) at seed {view.data.get('seed', 0)}. "
+    depth = view.data.get("summary", {}).get("depth", "quick")
+    lines = [f"Out of {n_rows} bug rows ({n_bugs} bugs) at seed {view.data.get('seed', 0)}, "
+             f"depth {depth} (rows of bugs that show only deeper are counted, never caught). "
              "*Caught alone*: rows that no detector of any other kind catches. *By a crash "
              "only*: rows this kind catches only because the implementation raised or hung.", "",
              "| oracle kind | detectors | bug rows caught | bugs caught | caught alone "

@@ -92,7 +92,11 @@ def bug_page(entry, view):
         names = [d for d in view.detectors
                  if any(view.kind(r, d) in CAUGHT_CELLS for r in rows)]
         if not names:
-            lines += ["No detector of the suite catches it.", ""]
+            at = view.data.get("summary", {}).get("depth", "quick")
+            lines += [f"No detector of the suite catches it at {at}"
+                      + (f": it shows at {meta.depth} (above)."
+                         if getattr(meta, "depth", at) != at else "."),
+                      ""]
         for d in names:
             listed = "listed in `caught_by`" if d in meta.caught_by else "not in `caught_by`"
             lines.append(f"- **`{d}`** ({view.oracle(d)} oracle; {listed})")
@@ -173,9 +177,11 @@ def index_page(view):
              "Which kind of oracle catches which kind of bug: "
              "[test-design.md](../test-design.md).", ""]
     if s:
-        full = s["full_suite"]
-        lines.append(f"- {s['bugs']} bugs in {s['bug_rows']} rows; the full suite catches "
-                     f"{full['rows']} rows ({full['bugs']} bugs).")
+        full, depth = s["full_suite"], s.get("depth", "quick")
+        lines.append(f"- {s['bugs']} bugs in {s['bug_rows']} rows; at depth {depth} the full "
+                     f"suite catches {full['rows']} rows ({full['bugs']} bugs); "
+                     f"{s.get('deeper_rows', 0)} rows show only at a deeper tier, and "
+                     f"{len(s.get('missed_rows', ()))} that show at {depth} are missed.")
         for name, b in s["baselines"].items():
             lines.append(f"- baseline `{name}` catches {b['rows']} rows ({b['bugs']} bugs).")
         lines.append(f"- {len(s['caught_by_one_detector'])} rows are caught by one detector "
@@ -192,8 +198,10 @@ def index_page(view):
             rows = view.rows_of(e.id)
             counts = ", ".join(f"{r['backend']} {len(view.caught(r, view.detectors))}/"
                                f"{len(view.detectors)}" for r in rows) or "not in the JSON yet"
+            at = s.get("depth", "quick") if s else "quick"
+            shows = "" if e.meta.depth == at else f"; it shows at {e.meta.depth}, not {at}"
             lines.append(f"- [`{e.id}`]({e.id}.md) — {e.meta.title}. *{e.meta.symptom}*; "
-                         f"detectors that catch it: {counts}")
+                         f"detectors that catch it at {at}: {counts}{shows}")
         lines.append("")
     lines += ["## Decoys: correct implementations", "",
               "Correct, but written nothing like the reference; every detector must pass them.",
