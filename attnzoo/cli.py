@@ -125,7 +125,8 @@ def build_parser():
 
     grade.add_parser(sub).set_defaults(run=cmd_grade)
 
-    p = sub.add_parser("list", help="the catalogue: id, category, symptom, backends, the tier it shows at")
+    p = sub.add_parser("list", help="the catalogue: id, category, symptom, backends, and the "
+                       "tier it shows at")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_list)
 

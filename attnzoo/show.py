@@ -38,7 +38,8 @@ def show(entry, seed=0, device="cpu", dtype="float64", depth=None):
     lines.append("")
     for row in m.rows:
         caught = m.caught_by(row, m.detectors)
-        lines.append(f"{row.backend} at {depth}: caught by {len(caught)}/{len(m.detectors)} detectors"
+        lines.append(f"{row.backend} at {depth}: caught by {len(caught)}/{len(m.detectors)} "
+                     "detectors"
                      + (f": {', '.join(caught)}" if caught else ""))
         for name in m.detectors:
             kind = m.kind(row, name)
