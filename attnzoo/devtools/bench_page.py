@@ -161,12 +161,17 @@ def block_flagged(data):
 
 
 def block_seeds(data):
-    lines = ["| sweep | depth | seeds | cells | failing cells on any seed | cells whose verdict "
-             "depends on the seed | seconds a seed |", "|---|---|---|---|---|---|---|"]
+    lines = ["| sweep | rows | at | depth | seeds | cells | failing cells on any seed | cells "
+             "whose verdict depends on the seed | seconds a seed |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for name in ("seeds-standard", "seeds-deep"):
         r = data[name]
         per = [s["seconds"] for s in r["per_seed"]]
-        lines.append(f"| {source(name)} | {r['depth']} | {r['seeds']} | {r['cells']} | "
+        rows = r.get("rows")
+        rows = ("not recorded" if rows is None else "the whole matrix" if rows == "all"
+                else f"{len(rows)} entries")
+        lines.append(f"| {source(name)} | {rows} | {r.get('commit') or '?'} | {r['depth']} | "
+                     f"{r['seeds']} | {r['cells']} | "
                      f"{max(s['failing_cells'] for s in r['per_seed'])} | "
                      f"{len(r['seed_dependent'])} | {min(per):.1f}–{max(per):.1f} |")
     return lines

@@ -2,6 +2,7 @@
 
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -62,10 +63,22 @@ def seed_sweep(args, select):
              for label, detector in model.seed_dependent(runs)]
     if args.format == "json":
         _write(args, json.dumps({"seeds": args.seeds, "depth": args.depth, "dtype": args.dtype,
-                                 "cells": len(runs[0]), "per_seed": per_seed,
-                                 "seed_dependent": flaky}, indent=1))
+                                 "rows": sorted(args.only) if args.only else "all",
+                                 "commit": _describe(), "cells": len(runs[0]),
+                                 "per_seed": per_seed, "seed_dependent": flaky}, indent=1))
     else:
         lines = [f"flaky: {f['row']} × {f['detector']}: {' '.join(f['kinds'])}" for f in flaky]
         _write(args, "\n".join(lines + [f"{len(runs[0])} cells × {args.seeds} seeds: "
                                          f"{len(flaky)} depend on the seed"]))
     return 1 if flaky else 0
+
+
+def _describe():
+    """The checkout the sweep ran in, as ``git describe`` names it (None outside git)."""
+    try:
+        done = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
+                              text=True, cwd=os.path.dirname(os.path.abspath(__file__)),
+                              timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None
