@@ -88,6 +88,7 @@ def run_check(locator, options):
 
     from attnzoo.diagnosis.cases import lighten, reproduce_smallest, scripts
     from attnzoo.diagnosis.group import diagnose
+    from attnzoo.diagnosis.known import resembling
     from attnzoo.report import INCOMPLETE, SCHEMA, describe_target, exit_code, summarise
     from attnzoo.runner import run
     from attnzoo.sandbox import options as sandbox
@@ -130,6 +131,8 @@ def run_check(locator, options):
                                                         progress,
                                                         n * len(chosen), len(found) * len(chosen))
                     diagnosis = diagnose([f.to_json() for f in findings]) if follow else []
+                    resembles = resembling([f.to_json() for f in findings], target.contract,
+                                           target.backend)
                     reproduce_smallest(diagnosis, findings)
                     written = scripts(diagnosis, findings, target) if options.repro_dir else []
                     lighten(findings)
@@ -138,7 +141,8 @@ def run_check(locator, options):
                                                                        executor.manifest),
                                      "findings": findings, "not_run": skipped,
                                      "summary": summarise(findings, skipped),
-                                     "diagnosis": diagnosis, "scripts": written})
+                                     "diagnosis": diagnosis, "resembles": resembles,
+                                     "scripts": written})
                     continue
             not_run += [(target, d.NAME) for d in chosen]
     except (BadTarget, sandbox.BadOption) as e:
@@ -167,6 +171,7 @@ def run_check(locator, options):
         "isolation": session.isolation_json(options),
         "implementations": [
             {"target": s["target"], "summary": s["summary"], "diagnosis": s["diagnosis"],
+             "resembles": s.get("resembles", []),
              "findings": [f.to_json() for f in s["findings"]], "not_run": s["not_run"],
              **({"reproductions": s["reproductions"]} if "reproductions" in s else {})}
             for s in sections

@@ -4,6 +4,7 @@ The JSON form is documented in docs/check-json.md; its ``schema`` field changes 
 changes meaning, never silently.
 """
 
+from attnzoo.diagnosis import known
 from attnzoo.inert import inert
 from attnzoo.vocabulary import VERDICTS
 from detectors.kit.capabilities import layout, limits
@@ -89,7 +90,8 @@ def text(section, detectors, verbose=False):
                      "query, key and value in and the answer out (the mask stays (N, H, L, S))")
     if t.get("refuses"):
         lines.append("  refusals it names: " + "; ".join(f"'{inert(r)}'" for r in t["refuses"]))
-    lines += diagnosis_lines(section.get("diagnosis") or [], section.get("reproductions"))
+    lines += diagnosis_lines(section.get("diagnosis") or [], section.get("reproductions"),
+                             section.get("resembles"))
     width = max((len(f.detector) for f in section["findings"]), default=0)
     for f in section["findings"]:
         prop = getattr(detectors.get(f.detector), "PROPERTY", "")
@@ -136,7 +138,7 @@ def text(section, detectors, verbose=False):
     return "\n".join(lines)
 
 
-def diagnosis_lines(groups, reproductions=None):
+def diagnosis_lines(groups, reproductions=None, resembles=None):
     """The report's opening: one root cause per group, its sentence and its smallest case, and
     the reproduction written for it (``check --repro-dir``)."""
     from attnzoo.reproductions import lines as reproduction_lines
@@ -154,6 +156,7 @@ def diagnosis_lines(groups, reproductions=None):
                      f"{s['call']}")
         if reproductions:
             lines += reproduction_lines(reproductions[i - 1])
+    lines += known.lines(resembles)
     lines.append("detectors:")
     return lines
 
