@@ -159,6 +159,7 @@ def run_check(locator, options):
         from attnzoo import expectations
 
         lines, entries, unexpected = expectations.report(sections, expected, options.expect)
+        expectations.annotate(sections, entries)
         code = 1 if unexpected else (3 if code == 3 else 0)
     if not_run and code == 0:
         code = INCOMPLETE
@@ -186,4 +187,8 @@ def run_check(locator, options):
     if expected is not None:
         document["expectations"] = {"file": options.expect, "entries": entries,
                                     "lines": lines}
+        total = document["summary"]
+        total["expected_failures"] = sum(s["summary"]["expected_failures"] for s in sections)
+        total["conformant"] = bool(sections) and all(s["summary"]["conformant"]
+                                                     for s in sections)
     return sections, {d.NAME: d for d in chosen}, document, code

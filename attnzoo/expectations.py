@@ -104,6 +104,19 @@ def judge(finding, expectation):
     return None  # n/a or a detector error: the expectation neither holds nor fails
 
 
+def annotate(sections, entries):
+    """Count each implementation's expected failures into its summary, and call it conformant
+    when every flagged detector was expected to fail and none held unexpectedly."""
+    for s in sections:
+        mine = [e for e in entries if e["implementation"] == s["target"]["name"]]
+        xfail = sum(1 for e in mine if e["outcome"] == "xfail")
+        summary = s["summary"]
+        summary["expected_failures"] = xfail
+        if xfail and xfail == summary["flagged"] and all(e["outcome"] == "xfail" for e in mine) \
+                and not summary.get("errors") and not summary.get("not_run"):
+            summary["conformant"] = True
+
+
 def report(sections, expectations, path):
     """Lines for ``attnzoo check`` and the JSON entries, and whether anything unexpected failed.
 

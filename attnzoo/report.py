@@ -133,7 +133,10 @@ def text(section, detectors, verbose=False):
     elif s["passed"] == 0 and s["flagged"] == 0 and not s["errors"]:
         verdict = "nothing was checked: no detector applies to this target"
     else:
-        verdict = "conformant" if s["conformant"] else "NOT conformant"
+        xfail = s.get("expected_failures", 0)
+        verdict = ("NOT conformant" if not s["conformant"] else
+                   f"conformant with {xfail} expected failure{'s' if xfail != 1 else ''}"
+                   if xfail else "conformant")
     lines.append(f"summary: {', '.join(parts)} in {s['seconds']:.1f} s — {verdict}")
     return "\n".join(lines)
 

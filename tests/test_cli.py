@@ -815,3 +815,20 @@ def test_a_command_run_from_python_leaves_the_callers_signal_handlers():
     assert attnzoo("check", "reference/lesson_numpy.py", "--depth", "quick",
                    *only("known_answers")).returncode == 0
     assert {s: signal.getsignal(s) for s in before} == before
+
+
+def test_every_failure_expected_is_conformant_with_them_and_one_unexpected_is_not(tmp_path):
+    """``--expect``: the summary says "conformant with N expected failures" (and the JSON
+    counts them) only when every flagged detector is expected; one more flag is a failure."""
+    only = ("--only", "empty_rows_are_zero", "--only", "matches_loop_oracle")
+    args = ("check", "tests/targets/naive_sdpa.py:sdpa", "--depth", "quick", *only)
+    both, one = tmp_path / "both.toml", tmp_path / "one.toml"
+    both.write_text('[empty_rows_are_zero]\nreason = "NaN rows"\n\n'
+                    '[matches_loop_oracle]\nreason = "NaN rows"\n', encoding="utf-8")
+    one.write_text('[empty_rows_are_zero]\nreason = "NaN rows"\n', encoding="utf-8")
+    done = attnzoo(*args, "--expect", str(both))
+    assert done.returncode == 0 and "— conformant with 2 expected failures" in done.stdout
+    document = json.loads(attnzoo(*args, "--expect", str(both), "--json").stdout)
+    assert document["summary"]["expected_failures"] == 2 and document["summary"]["conformant"]
+    done = attnzoo(*args, "--expect", str(one))
+    assert done.returncode == 1 and "— NOT conformant" in done.stdout, done.stdout

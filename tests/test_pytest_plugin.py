@@ -100,7 +100,9 @@ def test_check_honours_the_same_expectations_file(tmp_path):
     done = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "xfail  causality on zoo/mask_fill_zero.py:NUMPY: tracked" in done.stdout
+    assert "— conformant with 1 expected failure\n" in done.stdout, done.stdout
     passing = [sys.executable, "-m", "attnzoo", "check", "reference/lesson_numpy.py",
                "--only", "causality", "--expect", str(known)]
     done = subprocess.run(passing, cwd=root, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1 and "XPASS  causality" in done.stdout
+    assert "conformant with" not in done.stdout, done.stdout
