@@ -36,7 +36,10 @@ def test_every_verdict_and_cell_kind_is_spelled_once():
 def test_the_matrix_text_and_json_use_the_vocabulary():
     m = model.evaluate(select=lambda r: r.id == "no-scaling")
     text = render.text(m)
-    assert "legend: " + vocabulary.legend("   ") in text
+    assert all(f"{k.glyph} {k.meaning}" in " ".join(text.split())
+               for k in vocabulary.CELLS.values())
+    assert max(len(line) for line in text.splitlines()) <= render.WIDTH
+    assert "\x1b[" not in text and "\x1b[" in render.text(m, colour=True)
     symbols = m.to_json()["symbols"]
     assert {k: s["symbol"] for k, s in symbols.items()} == \
         {k.name: k.glyph for k in vocabulary.CELLS.values()}

@@ -32,7 +32,13 @@ def main(args):
         return seed_sweep(args, select)
     m = model.evaluate(args.seed, args.repeat, select=select, device=args.device,
                        dtype=args.dtype, depth=args.depth, jobs=args.jobs)
-    _write(args, model.dumps(m) if args.format == "json" else render.FORMATS[args.format](m))
+    if args.format == "json":
+        _write(args, model.dumps(m))
+    elif args.format == "text":  # colour only on a terminal, and never under NO_COLOR
+        tty = args.output is None and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+        _write(args, render.text(m, colour=tty))
+    else:
+        _write(args, render.FORMATS[args.format](m))
     return 1 if m.failures() else 0
 
 

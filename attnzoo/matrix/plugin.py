@@ -98,7 +98,7 @@ class KillMatrixReport:
 
         matrix = self.matrix()
         terminalreporter.section("kill matrix")
-        for line in render.text(matrix).splitlines():
+        for line in render.text(matrix, colour=terminalreporter.hasmarkup).splitlines():
             terminalreporter.write_line(line)
         if self.drift is not None:
             self.report_drift(terminalreporter)

@@ -4,30 +4,58 @@ Both read a ``Matrix`` and spell every cell with ``attnzoo.vocabulary``: one gly
 the legend and the summary lines under the grid.
 """
 
+import textwrap
+
 from attnzoo.matrix.model import columns
-from attnzoo.vocabulary import glyph, legend
+from attnzoo.vocabulary import CELLS, glyph, legend
+
+WIDTH = 120  # a terminal's columns the grid and its notes fit in
+LABEL = 36  # a row label longer than this is cut, with "…"
+COLOURS = {"caught": "\x1b[32m", "failure": "\x1b[1;31m"}  # green; bold red
+RESET = "\x1b[0m"
 
 
-def text(m):
+def text(m, colour=False):
+    """The grid, one column of two characters per detector (the column number read downwards:
+    tens over units), then the baselines after a bar; ``colour`` marks caught cells green and
+    failing ones red, for a terminal."""
     cols = columns(m)
     n = len(m.detectors)
-    width = max(len(r.label) for r in m.rows) + 2
-    head = " " * width + " ".join(f"{c:>2}" for c, _ in cols[:n])
-    head += "  | " + " ".join(f"{c:>2}" for c, _ in cols[n:])
-    lines = ["kill matrix (rows: implementation-backend; columns: detectors)", head]
+    width = min(max(len(r.label) for r in m.rows), LABEL) + 1
+
+    def header(digit):
+        cells = [f"{c:>2}"[digit] + " " for c, _ in cols]
+        return (" " * width + "".join(cells[:n]) + "| " + "".join(cells[n:])).rstrip()
+
+    heads = [header(0), header(1)]
+    lines = ["kill matrix (rows: implementation-backend; columns: detectors, numbered below)",
+             *heads]
     kind_of_row = None
     for r in m.rows:
         if r.kind != kind_of_row:
             kind_of_row = r.kind
-            lines.append(f"-- {r.kind} " + "-" * (len(head) - len(r.kind) - 4))
-        marks = [glyph(m.kind(r, d)) for _, d in cols]
-        line = f"{r.label:<{width}}" + " ".join(f"{g:>2}" for g in marks[:n])
-        line += "  | " + " ".join(f"{g:>2}" for g in marks[n:])
-        lines.append(line)
-    lines += ["", "legend: " + legend("   ")]
-    lines.append("columns: " + ", ".join(f"{c} {d}" for c, d in cols))
-    lines += summary_lines(m)
+            lines.append(f"-- {r.kind} " + "-" * (len(heads[0]) - len(r.kind) - 4))
+        marks = [_cell(m.kind(r, d), colour) for _, d in cols]
+        lines.append((f"{_cut(r.label):<{width}}" + "".join(marks[:n]) + "| "
+                      + "".join(marks[n:])).rstrip())
+    lines += [""] + textwrap.wrap("legend: " + legend("   "), WIDTH)
+    lines += textwrap.wrap("columns: " + ", ".join(f"{c} {d}" for c, d in cols), WIDTH)
+    lines += [w for line in summary_lines(m) for w in textwrap.wrap(line, WIDTH,
+                                                                     subsequent_indent="  ")]
     return "\n".join(lines)
+
+
+def _cut(label):
+    return label if len(label) <= LABEL else label[:LABEL - 1] + "…"
+
+
+def _cell(kind, colour):
+    g = glyph(kind) + " "
+    if not colour or kind is None:
+        return g
+    k = CELLS[kind]
+    tone = COLOURS["failure"] if k.failure else COLOURS["caught"] if k.caught else ""
+    return f"{tone}{g}{RESET}" if tone else g
 
 
 def markdown(m):
