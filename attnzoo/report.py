@@ -157,6 +157,9 @@ def diagnosis_lines(groups, reproductions=None, resembles=None):
         s = g["smallest"]
         lines.append(f"     smallest: case {s['case']} ({s['detector']}, {s['verdict']}): "
                      f"{s['call']}")
+        if s.get("shrunk"):
+            k = s["shrunk"]
+            lines.append(f"     shrunk from case {k['from']} ({k['detector']}): {k['call']}")
         if reproductions:
             lines += reproduction_lines(reproductions[i - 1])
     lines += known.lines(resembles)

@@ -302,3 +302,19 @@ def test_a_crash_in_a_dtype_detector_is_read_by_its_case_not_its_dtype():
     sections, _, _, _ = run_check(f"{ROOT}:gqa_crashes", options)
     [group] = sections[0]["diagnosis"]
     assert group["feature"] == "gqa" and "dtype_follows_input" in group["detectors"]
+
+
+def test_the_root_causes_smallest_call_is_the_shrunk_one():
+    """Each flagged detector shrinks its first failing case; a root cause whose cases include
+    it names the smallest call a shrink reached, beside the battery's smallest case."""
+    from tests.test_cli import attnzoo
+
+    done = attnzoo("check", "tests/targets/naive_sdpa.py:sdpa", "--depth", "quick", "--json")
+    (cause,) = json.loads(done.stdout)["implementations"][0]["diagnosis"]
+    shrunk = cause["smallest"]["shrunk"]
+    assert shrunk["from"] in cause["cases"] and shrunk["detector"] in cause["detectors"]
+    assert shrunk["call"].startswith("f(query (1, 1, ") and shrunk["call"] != \
+        cause["smallest"]["call"], shrunk
+    text = attnzoo("check", "tests/targets/naive_sdpa.py:sdpa", "--depth", "quick").stdout
+    assert f"     shrunk from case {shrunk['from']} ({shrunk['detector']}): {shrunk['call']}" \
+        in text, text

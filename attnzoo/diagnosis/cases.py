@@ -52,11 +52,26 @@ def reproduce_smallest(diagnosis, findings):
     """Build the reproduction of each root cause's smallest case, the one the report prints
     (the other failing cases' reproductions are never built)."""
     by = {f.detector: (f.cases or {}).get("evidence", {}) for f in findings}
+    shrunk = [(f.detector, f.evidence.shrunk) for f in findings
+              if f.evidence is not None and (f.evidence.shrunk or {}).get("call")]
     for group in diagnosis:
         smallest = group.get("smallest") or {}
         evidence = by.get(smallest.get("detector"), {}).get(smallest.get("case"))
         if evidence is not None and not smallest.get("snippet"):
             smallest["snippet"] = evidence.resolve().snippet
+        smallest["shrunk"] = _shrunk_in(group, shrunk)
+
+
+def _shrunk_in(group, shrunk):
+    """The smallest call a shrink reached from one of the group's failing cases, by one of its
+    detectors (each flagged detector shrinks its first failing case), or None."""
+    mine = [(d, s) for d, s in shrunk
+            if d in group.get("detectors", ()) and s.get("case") in group.get("cases", ())]
+    if not mine:
+        return None
+    detector, s = min(mine, key=lambda u: sum((u[1].get("sizes") or {}).values()))
+    return {"detector": detector, "from": s["case"], "call": s["call"],
+            "message": s.get("message", ""), "snippet": s.get("snippet", "")}
 
 
 def lighten(findings):
