@@ -203,7 +203,7 @@ def test_the_written_out_attention_is_the_oracle(contract, backend, convention, 
     import torch
 
     from detectors.kit.calls import Request
-    from detectors.kit.script import _exact_helpers
+    from detectors.kit.script_prelude import _exact_helpers
     from reference import exact
 
     class Target:

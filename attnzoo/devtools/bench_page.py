@@ -20,6 +20,8 @@ SOURCES = {  # short name -> the committed JSON it is read from
     "bench": Path("docs/benchmark.json"),
     "checks": Path("docs/benchmark-checks.json"),
     "against": Path("docs/benchmark-against.json"),
+    "against-coverage": Path("docs/benchmark-against-coverage.json"),
+    "against-deep-check": Path("docs/benchmark-against-deep-check.json"),
     "flagged": Path("docs/benchmark-flagged.json"),
     "seeds-standard": Path("docs/seed-sweep-standard.json"),
     "seeds-deep": Path("docs/seed-sweep-deep-correct.json"),
@@ -122,13 +124,22 @@ def block_checks(data):
             *check_rows(r["check"])]
 
 
+AGAINST = ("against", "against-coverage", "against-deep-check")
+
+
 def block_against(data):
-    r = data["against"]
+    lines = []
+    for name in AGAINST:
+        lines += ([""] if lines else []) + _against(name, data[name])
+    return lines
+
+
+def _against(name, r):
     today, then = r["today"], r["then"]
     p = r["wall_ratio_pairs"]
     unit = "cell" if today["command"] == "attnzoo matrix" else "call"  # --check compares calls
-    lines = [f"{source('against')}, on {machine(r)}; *then* is the commit its `against` names, "
-             "run from its own tree through its own `attnzoo` console script:", "",
+    lines = [f"{source(name)}, on {machine(r)}; *then* is {r['against']}, run from its own tree "
+             "through its own `attnzoo` console script:", "",
              f"| `{today['command']}` | {unit}s | median wall | min–max | median CPU | runs |",
              "|---|---|---|---|---|---|"]
     for side, fig in (("today", today), ("then", then)):
