@@ -21,6 +21,7 @@ SOURCES = {  # short name -> the committed JSON it is read from
     "checks": Path("docs/benchmark-checks.json"),
     "against": Path("docs/benchmark-against.json"),
     "against-coverage": Path("docs/benchmark-against-coverage.json"),
+    "against-per-case": Path("docs/benchmark-against-per-case.json"),
     "against-deep-check": Path("docs/benchmark-against-deep-check.json"),
     "flagged": Path("docs/benchmark-flagged.json"),
     "seeds-standard": Path("docs/seed-sweep-standard.json"),
@@ -124,7 +125,7 @@ def block_checks(data):
             *check_rows(r["check"])]
 
 
-AGAINST = ("against", "against-coverage", "against-deep-check")
+AGAINST = ("against", "against-per-case", "against-coverage", "against-deep-check")
 
 
 def block_against(data):
@@ -143,7 +144,8 @@ def _against(name, r):
              f"| `{today['command']}` | {unit}s | median wall | min–max | median CPU | runs |",
              "|---|---|---|---|---|---|"]
     for side, fig in (("today", today), ("then", then)):
-        lines.append(f"| {side} | {fig['cells']} | {seconds(fig)} | "
+        at = f" ({fig['commit'][:7]})" if fig.get("commit") else ""
+        lines.append(f"| {side}{at} | {fig['cells']} | {seconds(fig)} | "
                      f"{fig['cpu']['median']:.2f} s | {fig['runs']} |")
     return lines + ["", f"Today over then: {p['median']:.3f} of the wall (median of the pairs; "
                     f"{p['min']:.3f}–{p['max']:.3f}), and {r['cpu_per_cell_ratio']:.3f} of the "
