@@ -39,24 +39,24 @@ def unchanged(subject, calls, run, name, late=None):
     later = subject.answers(calls[::-1], lambda c: run(c, False), name)  # larger, smaller, …
     made = first + later  # in the order made
     for i, (call, answer) in enumerate(first):
-        with subject.trial(name(call)):
-            now = subject.reread(answer)
-            nxt = [a for c, a in made[i + 1:] if c is not call][:1]  # the reproduction's second
-            with subject.case(name(call), answer, *nxt, relation=KEPT):
-                expect.identical(answer.out, now.out, "out", ("returned", "later"))
-                if answer.weights is not None:
-                    expect.identical(answer.weights, now.weights, "weights", ("returned", "later"))
+        nxt = [a for c, a in made[i + 1:] if c is not call][:1]  # the reproduction's second
+        as_returned(subject, name(call), answer, nxt, KEPT)
     if late is None or not first:
         return
     time.sleep(max(0.0, start + late - time.monotonic()))
     for call, answer in first:
-        with subject.trial(name(call)):
-            now = subject.reread(answer)
-            with subject.case(name(call), answer, relation=f"the answer as returned, read "
-                                                           f"again {late:g} s later"):
-                expect.identical(answer.out, now.out, "out", ("returned", "later"))
-                if answer.weights is not None:
-                    expect.identical(answer.weights, now.weights, "weights", ("returned", "later"))
+        as_returned(subject, name(call), answer, [],
+                    f"the answer as returned, read again {late:g} s later")
+
+
+def as_returned(subject, case, answer, others, relation):
+    """``answer`` read again now is bit for bit what was read when it was returned."""
+    with subject.trial(case):
+        now = subject.reread(answer)
+        with subject.case(case, answer, *others, relation=relation):
+            expect.identical(answer.out, now.out, "out", ("returned", "later"))
+            if answer.weights is not None:
+                expect.identical(answer.weights, now.weights, "weights", ("returned", "later"))
 
 
 def check(subject, battery):
@@ -68,4 +68,4 @@ def check(subject, battery):
     if subject.uses("softmax"):
         calls = sorted(battery.softmax, key=lambda c: c.size())
         unchanged(subject, calls, lambda c, keep: subject.softmax(c.x, keep=keep),
-                  lambda c: c.name)
+                  lambda c: c.name, LATE.get(battery.depth))

@@ -11,16 +11,13 @@ strict tests are skipped, saying why, where the kernel lacks what strict needs.
 
 import json
 import os
-import pty
 import pwd
 import re
-import select
 import shutil
 import signal
 import socket
 import subprocess
 import sysconfig
-import termios
 import time
 import uuid
 from pathlib import Path
@@ -28,6 +25,7 @@ from pathlib import Path
 import pytest
 from test_cli import ATTNZOO, PYTHON, REPO, TARGETS, findings, one_error_line, only
 from test_cli import attnzoo as in_process
+from test_sandbox import in_pty
 
 import attnzoo
 from attnzoo.sandbox import confine
@@ -202,34 +200,6 @@ def test_memory_past_the_limit_is_a_crash_of_the_target(tmp_path, level):
 
 
 # -- processes, network, terminal -------------------------------------------------------------
-
-
-def in_pty(argv, env):
-    """Run argv with a new pty as its controlling terminal, in a session of its own: (exit
-    code, output, echo after)."""
-    import fcntl
-
-    master, slave = pty.openpty()
-
-    def controlling():
-        os.setsid()
-        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
-    env = dict(env, ATTNZOO_TEST_TTY=os.ttyname(slave))
-    proc = subprocess.Popen(argv, cwd=REPO, stdin=slave, stdout=slave, stderr=slave, env=env,
-                            preexec_fn=controlling)
-    output = b""
-    while proc.poll() is None or select.select([master], [], [], 0)[0]:
-        if select.select([master], [], [], 0.1)[0]:
-            try:
-                output += os.read(master, 1 << 16)
-            except OSError:
-                break
-    proc.wait(timeout=60)
-    echo = bool(termios.tcgetattr(slave)[3] & termios.ECHO)
-    os.close(master)
-    os.close(slave)
-    return proc.returncode, output.decode("utf-8", "replace"), echo
 
 
 @strict_only

@@ -252,15 +252,18 @@ def assert_all_die(seen):
     assert wait_for(lambda: not survivors()), survivors()
 
 
-def _in_pty(argv):
-    """Run argv with a new pty as its controlling terminal: (exit code, output, echo after)."""
+def in_pty(argv, env=None):
+    """Run argv with a new pty as its controlling terminal, in a session of its own: (exit
+    code, output, echo after). ATTNZOO_TEST_TTY names the pty's path, for a target that
+    opens a terminal by its path."""
     master, slave = pty.openpty()
 
     def controlling():
         os.setsid()
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
-    proc = subprocess.Popen(argv, cwd=REPO, stdin=slave, stdout=slave, stderr=slave,
+    env = dict(os.environ if env is None else env, ATTNZOO_TEST_TTY=os.ttyname(slave))
+    proc = subprocess.Popen(argv, cwd=REPO, stdin=slave, stdout=slave, stderr=slave, env=env,
                             preexec_fn=controlling)
     output = b""
     while proc.poll() is None or select.select([master], [], [], 0)[0]:
@@ -277,12 +280,12 @@ def _in_pty(argv):
 
 
 def test_the_tty_target_does_turn_echo_off_when_it_can():
-    code, output, echo = _in_pty([sys.executable, f"{TARGETS}/tty.py"])
+    code, output, echo = in_pty([sys.executable, f"{TARGETS}/tty.py"])
     assert code == 0 and "WRITTEN-TO-TTY" in output and not echo
 
 
 def test_dev_tty_writes_leave_the_terminal_untouched():
-    code, output, echo = _in_pty([ATTNZOO, "check", f"{TARGETS}/tty.py", *only("known_answers")])
+    code, output, echo = in_pty([ATTNZOO, "check", f"{TARGETS}/tty.py", *only("known_answers")])
     assert code == 0, output
     assert echo, "the terminal was left without echo"
     assert "WRITTEN-TO-TTY" not in output
