@@ -22,7 +22,7 @@ from detectors.kit.draw import (
     softmax_input,
     untraced_grid,
 )
-from detectors.kit.reproduce import grid_draw, projection, remember
+from detectors.kit.provenance import grid_draw, projection, remember
 from detectors.kit.specs import ATTENTION, SELF, SOFTMAX, SelfSpec, Spec
 from reference import exact, loop_oracle
 

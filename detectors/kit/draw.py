@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from detectors.kit.reproduce import grid_draw, trace
+from detectors.kit.provenance import grid_draw, trace
 
 GRID = 8  # inputs are multiples of 1/GRID
 LEFT_PADS = (130, 64, 0, 200, 128)  # masked prefixes of "left-padding" masks, item by item

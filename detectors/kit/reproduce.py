@@ -13,14 +13,10 @@ recipe gives is printed as literal numbers, as is any array whose literal is as 
 import ast
 import copy
 import re
-import weakref
-from collections import OrderedDict
 
 import numpy as np
 
-from detectors.kit.calls import ARG_NAMES
 from detectors.kit.derive import (
-    SMALL,
     constant,
     derivations,
     edits,
@@ -28,71 +24,9 @@ from detectors.kit.derive import (
     related,
     same,
 )
+from detectors.kit.provenance import DRAWN, PROJECTED, SEEDS, STREAMS
 
 MAX_BASES = 12  # battery arrays tried as the base of a derived one
-TRACED = 64  # generators whose grid draws are followed, most recent first
-
-_drawn = {}  # id(array) -> (weak reference, stream key, index of its draw in the stream)
-_streams = {}  # stream key -> source lines of each draw, in order ({x}: the name, {rng})
-_seeds = {}  # stream key -> the seed the snippet passes to default_rng (the key itself if absent)
-_large = {}  # stream key -> whether any of its draws is too large to print
-_traced = OrderedDict()  # id(generator) -> (the generator, its stream key)
-_projected = {}  # id(X) -> (weak reference to X, weak references to the W it is projected by)
-
-
-def remember(stream, draws, seed=None):
-    """Record arrays drawn in order from ``default_rng(seed or stream)``: ``draws`` is a list
-    of (array or None, lines) where the lines make the array from ``{rng}`` into ``{x}``."""
-    key = tuple(stream)
-    _streams[key] = tuple(lines for _, lines in draws)
-    _large[key] = any(isinstance(a, np.ndarray) and a.size > SMALL for a, _ in draws)
-    if seed is not None:
-        _seeds[key] = seed
-    for i, (a, _) in enumerate(draws):
-        if isinstance(a, np.ndarray):
-            _drawn[id(a)] = (weakref.ref(a), key, i)
-            weakref.finalize(a, _drawn.pop, id(a), None)
-
-
-def projection(x, weights):
-    """Record that ``x @ w`` for each of ``weights`` is an array a request may carry (a
-    self-attention call's Q, K and V, SDPA's with a head axis): a reproduction writes such an
-    array, or a slice of it, as that product of X and W rather than as its numbers."""
-    entry = _projected.get(id(x))
-    if entry is not None and entry[0]() is x:
-        return
-    _projected[id(x)] = (weakref.ref(x), tuple(weakref.ref(w) for w in weights))
-    weakref.finalize(x, _projected.pop, id(x), None)
-
-
-def trace(rng, a, lines):
-    """Record that ``a`` was drawn from generator ``rng`` by ``lines``, after its earlier traced
-    draws: right when every draw from a freshly seeded generator is traced (the lines are
-    checked when a reproduction uses them, so an untraced draw in between only costs a
-    literal)."""
-    seq = getattr(rng.bit_generator, "seed_seq", None)
-    if seq is None or seq.spawn_key or seq.entropy is None:
-        return
-    if id(rng) not in _traced:
-        _traced[id(rng)] = (rng, ("traced", id(rng), len(_traced)))
-        while len(_traced) > TRACED:  # forget the oldest generator's draws
-            _, (_, old) = _traced.popitem(last=False)
-            for table in (_streams, _seeds, _large):
-                table.pop(old, None)
-    _traced.move_to_end(id(rng))
-    key = _traced[id(rng)][1]
-    entropy = seq.entropy
-    seed = list(entropy) if isinstance(entropy, (list, tuple)) else int(entropy)
-    earlier = [(None, lines) for lines in _streams.get(key, ())]
-    remember(key, earlier + [(a, lines)], seed)
-
-
-def grid_draw(shape, scale=1.0):
-    """The lines of ``draw.grid``: normal draws on the 1/8 grid, times a scale."""
-    times = "" if scale == 1.0 else f" * {float(scale)!r}"
-    return (f"{{x}} = np.round({{rng}}.standard_normal({tuple(shape)}) * 8) / 8{times}",)
-
-
 def _cost(lines):
     """How much reading the lines take: their number plus their length in 80-column lines."""
     return sum(line.count("\n") + 1 + len(line) / 80 for line in lines)
@@ -204,8 +138,8 @@ class Builder:
         draw, a constant or V = I; then derivations from arrays built so far; then from
         battery arrays of a related shape, drawn for it."""
         found = []
-        entry = _drawn.get(id(a))
-        if entry and entry[0]() is a and entry[1] in _streams:
+        entry = DRAWN.get(id(a))
+        if entry and entry[0]() is a and entry[1] in STREAMS:
             found.append(self._redraw(a, var, entry[1], entry[2], [], self.scope, self.rngs))
         shaped = constant(a, var)
         if shaped:
@@ -231,15 +165,15 @@ class Builder:
                 if a.shape[axis] == len(order)]
 
     def _redraw(self, a, var, key, index, lines, scope, rngs):
-        if index >= len(_streams.get(key, ())):  # a traced generator's key holds its id, which
+        if index >= len(STREAMS.get(key, ())):  # a traced generator's key holds its id, which
             return None  # a later generator may reuse with fewer draws: nothing to redraw
         scope, rngs, lines = self._trial(scope), dict(rngs), list(lines)
         rng, made = rngs.get(key, (None, 0))
         if rng is None or made > index:  # a fresh generator for the stream
             rng, made = f"rng{sum(k.startswith('rng') for k in scope) + 1}", 0
-            lines.append(f"{rng} = np.random.default_rng({_seeds.get(key, list(key))})")
+            lines.append(f"{rng} = np.random.default_rng({SEEDS.get(key, list(key))})")
         for i in range(made, index + 1):
-            lines += [s.format(x=var if i == index else "_", rng=rng) for s in _streams[key][i]]
+            lines += [s.format(x=var if i == index else "_", rng=rng) for s in STREAMS[key][i]]
         rngs[key] = (rng, index + 1)
         return self._run(a, var, lines, scope, rngs)
 
@@ -255,7 +189,7 @@ class Builder:
         make X and W: each is an array built so far, or redrawn from its seeded stream."""
         if a.dtype == bool:
             return
-        for x_ref, w_refs in list(_projected.values()):
+        for x_ref, w_refs in list(PROJECTED.values()):
             x = x_ref()
             for w in (r() for r in w_refs):
                 if x is None or w is None or x.shape[-1] != w.shape[0]:
@@ -281,8 +215,8 @@ class Builder:
         for a, role in arrays:
             var = self._known(a)
             if var is None:
-                entry = _drawn.get(id(a))
-                if not entry or entry[0]() is not a or entry[1] not in _streams:
+                entry = DRAWN.get(id(a))
+                if not entry or entry[0]() is not a or entry[1] not in STREAMS:
                     return None
                 var = next(f"{role}_{i}" for i in range(1, 10**6) if f"{role}_{i}" not in scope)
                 drawn = self._redraw(a, var, entry[1], entry[2], lines, scope, rngs)
@@ -295,9 +229,9 @@ class Builder:
     def _drawn_bases(self, a):
         """The same for battery arrays of a related shape, with the lines that draw them."""
         tried = 0
-        for ref, key, index in list(_drawn.values()):
+        for ref, key, index in list(DRAWN.values()):
             base = ref()
-            if base is None or index >= len(_streams.get(key, ())) or id(base) in self.names \
+            if base is None or index >= len(STREAMS.get(key, ())) or id(base) in self.names \
                     or not related(a, base):
                 continue
             tried += 1
@@ -321,82 +255,3 @@ def readable(order):
     if n > 1 and order == list(range(order[0], order[0] + n)):
         return f"np.arange({order[0]}, {order[0] + n})"
     return f"np.array({order})"
-
-
-def snippet(target, requests, relation=""):
-    """Python that loads the target and repeats the calls with the same inputs: small arrays
-    as literals, battery arrays redrawn from their seeded stream, derived ones as derivations
-    (detectors.kit.reproduce), each cast at the call to the dtype the request was sent in and
-    laid out in memory as it was sent (a transposed view, a slice at an offset, an expansion)."""
-    torch = target.backend == "torch"
-    head = ["import numpy as np"] + (["import torch"] if torch else [])
-    head += ["from attnzoo.sandbox.target import load", f"impl = load({target.locator!r})"]
-    if any(r.layout != "contiguous" for r in requests):  # the arrays as they lay in memory
-        head.insert(-1, f"from detectors.kit.memory import {_LAID_OUT[torch]}")
-    built, calls, made = Builder(), [], {}  # made: a kept call's handle -> its number
-    refilled = {r.refill for r in requests} - {None}
-    for n, request in enumerate(requests, 1):
-        arg_names = ARG_NAMES[request.fn]
-        handle = getattr(request, "handle", None)  # set by the subject for a kept call
-        named = handle in refilled or request.refill in made  # its arrays are the list a{n}
-        parts, arrays = [], []
-        for name, a in list(zip(arg_names, request.args)) + list(request.kwargs.items()):
-            if isinstance(a, np.ndarray):
-                arrays.append(_laid_out(cast(built.name(a, name), a, request.dtype, torch,
-                                              target.device), request.layout, torch))
-                var = f"a{n}[{len(arrays) - 1}]" if named else arrays[-1]
-                parts.append(var if name in arg_names else f"{name}={var}")
-            else:
-                parts.append(repr(a) if name in arg_names else f"{name}={a!r}")
-        fn = "impl" if request.fn == "sdpa" else f"impl.{request.fn}"
-        calls += caller_actions(request, made, arrays, n, named)
-        if request.seed is not None:
-            calls.append((f"torch.manual_seed({request.seed}); " if torch else "")
-                         + f"np.random.seed({request.seed})")
-        calls.append(f"r{n} = {fn}({', '.join(parts)})")
-        if handle is not None:
-            made[handle] = n
-    lines = head + built.lines + calls
-    if relation:
-        lines.append(f"# {relation}")
-    return "\n".join(lines)
-
-
-def caller_actions(request, made, arrays, n, named):
-    """The lines before call ``n`` that do what its request asks of the caller: NaN written
-    into a kept call's answer (``overwrite``), that call's argument objects refilled in place
-    (``refill``); else the list ``a{n}`` of its arguments, for a later call to refill."""
-    lines = []
-    if request.overwrite in made:
-        m = made[request.overwrite]
-        lines += [f"for answer in (r{m} if isinstance(r{m}, tuple) else (r{m},)):",
-                  "    answer[...] = float('nan')  # the caller writes into what it was handed"]
-    if request.refill in made:
-        m = made[request.refill]
-        lines += [f"a{n} = a{m}  # the same objects as call {m}, refilled in place",
-                  f"for old, new in zip(a{n}, [{', '.join(arrays)}]):", "    old[...] = new"]
-        if request.layout == "expanded":  # a stride-0 view cannot be written: made anew
-            lines[-2:] = [f"for i, new in enumerate([{', '.join(arrays)}]):", "    try:",
-                          f"        a{n}[i][...] = new", "    except (RuntimeError, ValueError):",
-                          f"        a{n}[i] = new"]
-    elif named:
-        lines.append(f"a{n} = [{', '.join(arrays)}]")
-    return lines
-
-
-_LAID_OUT = {True: "laid_out", False: "laid_out_array"}
-
-
-def _laid_out(expression, layout, torch):
-    """The argument in the layout the request sent it in."""
-    return expression if layout == "contiguous" else \
-        f"{_LAID_OUT[torch]}({expression}, {layout!r})"
-
-
-def cast(var, a, dtype, torch, device):
-    """The argument as the request sent it: ``var`` (float64 or bool) in ``dtype``."""
-    if not torch:
-        return var if a.dtype == bool or dtype == "float64" else f"{var}.astype(np.{dtype})"
-    on = f", device={device!r}" if device != "cpu" else ""
-    kind = "" if a.dtype == bool else f", dtype=torch.{dtype}"
-    return f"torch.tensor({var}{kind}{on})"

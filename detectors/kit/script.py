@@ -10,13 +10,13 @@ prints what was expected, what came back and the largest difference, and exits 1
 failure reproduces, 0 once it does not. :class:`NoScript` says why a failure gets none.
 """
 
-import os
 
 import numpy as np
 
 from detectors.kit.calls import ARG_NAMES, RETURNS
 from detectors.kit.claims import distinct
-from detectors.kit.reproduce import Builder, caller_actions, cast
+from detectors.kit.importing import imports, load
+from detectors.kit.reproduce import Builder
 from detectors.kit.script_compare import (  # noqa: F401 - NoScript is raised to callers
     NoScript,
     closing,
@@ -26,6 +26,7 @@ from detectors.kit.script_compare import (  # noqa: F401 - NoScript is raised to
     wrt_names,
 )
 from detectors.kit.script_prelude import ALLOWANCE, helpers
+from detectors.kit.snippet import caller_actions, cast
 
 
 def script(target, requests, claim, relation="", about=()):
@@ -45,8 +46,7 @@ def script(target, requests, claim, relation="", about=()):
         "# Run with python: it prints what was expected, what came back and the largest",
         "# difference, and exits 1 while the failure reproduces (0 once it does not).",
         "",
-        "import importlib.util" if _is_file(target) else None,
-        "import sys",
+        *imports(target),
         "",
         "import numpy as np",
         "import torch" if torch else None,
@@ -113,49 +113,6 @@ def _read_early(claim, judged):
         return {(n, p) for n in (judged or [claim.call]) for p in parts}
     return set()  # every call against exact attention: read at the end, when a later call
     # that changed an earlier answer shows too
-
-
-def _is_file(target):
-    return _split(target.locator)[0] is not None
-
-
-def _split(locator):
-    """(absolute file path or None, module name or None, attribute) of a locator, read as
-    attnzoo's loader reads it (attnzoo.sandbox.target)."""
-    path, _, attr = locator.rpartition(":") if ":" in locator else (locator, "", "")
-    if ":" in locator and (os.path.exists(locator) or not _dotted(attr)):
-        path, attr = locator, ""
-    if path.endswith(".py") or os.sep in path or os.path.exists(path) or not _dotted(path):
-        return os.path.abspath(path), None, attr
-    return None, path, attr
-
-
-def _dotted(name):
-    return bool(name) and all(part.isidentifier() for part in name.split("."))
-
-
-def load(target):
-    """The lines that import the code under test as ``impl``, as attnzoo's loader does."""
-    path, module, attr = _split(target.locator)
-    if path is not None:
-        stem = os.path.splitext(os.path.basename(path))[0]
-        lines = [f"spec = importlib.util.spec_from_file_location({stem!r}, {path!r})",
-                 "module = importlib.util.module_from_spec(spec)",
-                 "sys.modules[spec.name] = module",
-                 f"sys.path.insert(0, {os.path.dirname(path)!r})  # so it can import what lies "
-                 "beside it",
-                 "spec.loader.exec_module(module)"]
-        return lines + [f"impl = module.{attr}" if attr else "impl = module"]
-    lines = []
-    top = module.split(".")[0]
-    here = os.getcwd()
-    if os.path.exists(os.path.join(here, top)) or os.path.exists(os.path.join(here, top + ".py")):
-        lines.append(f"sys.path.insert(0, {here!r})  # where {top} was found")
-    if not attr:
-        return lines + [f"import {module} as impl"]
-    head, _, rest = attr.partition(".")
-    lines.append(f"from {module} import {head}" + ("" if rest else " as impl"))
-    return lines + ([f"impl = {head}.{rest}"] if rest else [])
 
 
 # -- the helpers the script defines --------------------------------------------------------------

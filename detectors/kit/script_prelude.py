@@ -11,10 +11,8 @@ def helpers(target, requests, claim, judged):
     inputs = any(r.layout != "contiguous" for r in requests)
     upstream = claim.kind in ("gradient", "answer") and \
         requests[claim.call].grad_layout is not None
-    if torch and (inputs or upstream):
-        lines += _LAID_OUT
-    elif inputs:
-        lines += _LAID_OUT_NUMPY
+    if inputs or (torch and upstream):
+        lines += LAID_OUT[torch]
     lines += (_AS_ARRAY_TORCH if torch else _AS_ARRAY_NUMPY) + _DIFFERS + _FINISH
     if torch and claim.kind == "unchanged" and any(r.guarded for r in requests):
         lines += _WRITTEN
@@ -95,6 +93,7 @@ _LAID_OUT = [
     "",
     "",
 ]
+LAID_OUT = {True: _LAID_OUT, False: _LAID_OUT_NUMPY}  # by whether the target takes torch
 _DIFFERS = [
     "def differs(what, expected, got, atol):",
     '    """Print where ``got`` is furthest from ``expected``; True when that is more than',

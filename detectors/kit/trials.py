@@ -11,8 +11,8 @@ import contextlib
 from detectors.kit import claims
 from detectors.kit.expect import Mismatch
 from detectors.kit.outcomes import CaseId, Outcome
-from detectors.kit.reproduce import snippet
 from detectors.kit.script import script
+from detectors.kit.snippet import snippet
 from detectors.kit.verdict import (
     Evidence,
     Flag,
