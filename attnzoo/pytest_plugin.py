@@ -5,7 +5,10 @@ its options and does nothing else: no item, no fixture, no hook that changes a r
 each target gets one item per detector, ``causality[mypkg.attn:sdpa]``, run exactly as
 ``attnzoo check`` runs it (the target in a worker process with a time limit per call), and a
 failure carries the same evidence and reproduction. ``--attnzoo-expect FILE`` reads known
-failures (:mod:`attnzoo.expectations`): xfail with the reason, strict. The worker is isolated
+failures (:mod:`attnzoo.expectations`): xfail with the reason, strict. A detector the target
+cannot run (n/a, or every case outside what it supports) is skipped, never passed; a failure
+carries the root causes of that detector's failing cases, and the run ends with the diagnosis
+``attnzoo check`` opens with, over every detector of each target. The worker is isolated
 as ``attnzoo check``'s is (``--attnzoo-isolation``, ``--attnzoo-memory-limit``,
 ``--attnzoo-scratch-limit``); the run's header says how. Items are plain pytest
 items, so ``-k``, JUnit XML and pytest-xdist work on them; each xdist worker has its own worker
@@ -94,6 +97,7 @@ class Conformance:
             raise pytest.UsageError(str(e)) from None
         self.executor = None
         self.battery = None
+        self.found = {}  # target locator -> its findings in their JSON form, in this process
 
     def pytest_report_header(self, config):
         from attnzoo.sandbox.session import isolation_words
@@ -121,17 +125,41 @@ class Conformance:
                        for t in resolve(self.start(), loc, self.options)]
         except BadTarget as e:
             raise pytest.UsageError(f"--attnzoo-target: {e}") from None
-        for target in targets:
-            for d in self.detectors:
-                name = f"{d.NAME}[{target.locator}]"
-                items.append(DetectorItem.from_parent(session, name=name, nodeid=name,
-                                                      detector=d, target=target, owner=self))
+        ours = [DetectorItem.from_parent(session, name=f"{d.NAME}[{t.locator}]",
+                                         nodeid=f"{d.NAME}[{t.locator}]", detector=d, target=t,
+                                         owner=self)
+                for t in targets for d in self.detectors]
+        items.extend(ours)
+        # reported as a collector's result, so that the header counts them ("collected 34
+        # items"), as it counts the items of any test file
+        config.hook.pytest_collectreport(
+            report=pytest.CollectReport("attnzoo", "passed", None, ours))
+
+    def pytest_terminal_summary(self, terminalreporter):
+        """Each flagged target's diagnosis, over the detectors that ran in this process (all
+        of them without xdist), as ``attnzoo check`` prints it first."""
+        from attnzoo.diagnosis.group import diagnose
+        from attnzoo.diagnosis.known import resembling
+        from attnzoo.report import diagnosis_lines
+
+        for target, findings in self.found.items():
+            groups = diagnose(list(findings.values()))
+            if not groups:
+                continue
+            terminalreporter.section(f"attnzoo diagnosis: {target.locator}")
+            resembles = resembling(list(findings.values()), target.contract, target.backend)
+            lines = diagnosis_lines(groups, resembles=resembles)[:-1]  # not "detectors:"
+            lines[0] = lines[0].replace("per-detector detail below", "each failure above")
+            for line in lines:
+                terminalreporter.line(line)
 
     def pytest_unconfigure(self, config):
         if self.executor is not None:
             self.executor.close()
 
     def check(self, detector, target):
+        from attnzoo.diagnosis.cases import lighten, reproduce_smallest
+        from attnzoo.diagnosis.group import diagnose
         from attnzoo.runner import run
         from detectors.kit.subject import Subject
 
@@ -140,7 +168,13 @@ class Conformance:
             executor.use(target)
         dtype = self.options.dtype  # given: it scopes every call
         subject = Subject(target, executor, dtype or "float64", scoped=dtype is not None)
-        return run(detector, subject, self.battery, shrink=self.options.shrink)
+        finding = run(detector, subject, self.battery, shrink=self.options.shrink,
+                      cases=self.options.follow)
+        own = diagnose([finding.to_json()]) if finding.caught else []
+        reproduce_smallest(own, [finding])
+        lighten([finding])
+        self.found.setdefault(target, {})[detector.NAME] = finding.to_json()
+        return finding, own
 
 
 def resolve(executor, locator, options):
@@ -166,13 +200,13 @@ class DetectorItem(pytest.Item):
 
     def runtest(self):
         from attnzoo import expectations
-        from detectors.kit.verdict import ERROR, NA
+        from detectors.kit.verdict import ERROR, NA, UNSUPPORTED
 
-        finding = self.owner.check(self.detector, self.target)
+        finding, groups = self.owner.check(self.detector, self.target)
         self.user_properties.append(("attnzoo_verdict", str(finding.verdict)))  # plain, for xdist
         expected = self.owner.expected.get(self.detector.NAME)
         outcome = expectations.judge(finding, expected)
-        if finding.verdict == NA:
+        if finding.verdict in (NA, UNSUPPORTED):
             pytest.skip(finding.message)
         if finding.verdict == ERROR:
             raise ConformanceFailure(describe(finding) + "\n(a bug in attnzoo, not a verdict "
@@ -184,7 +218,7 @@ class DetectorItem(pytest.Item):
                 f"[{self.detector.NAME}] held on every case, but {self.owner.expect_path} "
                 f"expects it to fail ({expected.describe()}): remove the entry")
         if finding.caught:
-            raise ConformanceFailure(describe(finding))
+            raise ConformanceFailure(describe(finding, groups))
 
     def repr_failure(self, excinfo):
         if isinstance(excinfo.value, ConformanceFailure):
@@ -195,11 +229,16 @@ class DetectorItem(pytest.Item):
         return self.path, None, self.name
 
 
-def describe(finding):
-    """The finding as ``attnzoo check`` prints it: message, reproduction, notes."""
+def describe(finding, groups=()):
+    """The finding as ``attnzoo check`` prints it: the root causes of its failing cases
+    (``groups``, from :func:`attnzoo.diagnosis.group.diagnose`), message, reproduction,
+    notes."""
     from attnzoo.report import shrunk_lines
 
-    lines, evidence = [finding.message], finding.evidence
+    lines, evidence = [finding.message], finding.evidence  # its first line: the short summary's
+    if groups:
+        lines.append("what its failing cases share:")
+        lines += [f"  {i}. {g['sentence']}" for i, g in enumerate(groups, 1)]
     shrunk = evidence.shrunk if evidence is not None else None
     lines += [line.strip() for line in shrunk_lines(shrunk)]
     snippet = (shrunk or {}).get("snippet") or (evidence.snippet if evidence else "")

@@ -5,6 +5,9 @@ per detector with the target in its id, carries attnzoo check's evidence into fa
 with JUnit XML and pytest-xdist, and honours an expectations file strictly.
 """
 
+import subprocess
+import sys
+import textwrap
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -48,7 +51,14 @@ def test_failures_carry_the_evidence_and_junit_xml_records_them(pytester):
     result.assert_outcomes(passed=2, failed=2)
     out = result.stdout.str()
     assert "FAILED causality[buggy.py]" in out and "reproduce:" in out
-    assert "impl = load('buggy.py')" in out
+    snippet = out.split("reproduce:", 1)[1].split("\n_", 1)[0].split("\n=", 1)[0]
+    code = textwrap.dedent(snippet.split("\n", 1)[1])
+    assert f"spec_from_file_location('buggy', {str(pytester.path / 'buggy.py')!r})" in code
+    assert "attnzoo" not in code and "detectors" not in code, code  # runs where buggy.py does
+    elsewhere = pytester.mkdir("elsewhere")
+    ran = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, capture_output=True,
+                         text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
     cases = {c.get("name"): c for c in ET.parse(pytester.path / "report.xml").iter("testcase")}
     assert set(cases) == {"causality[good.py]", "known_answers[good.py]",
                           "causality[buggy.py]", "known_answers[buggy.py]"}
@@ -106,3 +116,38 @@ def test_check_honours_the_same_expectations_file(tmp_path):
     done = subprocess.run(passing, cwd=root, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1 and "XPASS  causality" in done.stdout
     assert "conformant with" not in done.stdout, done.stdout
+
+
+def test_the_header_counts_the_items_and_a_declared_limit_is_skipped(pytester):
+    """"collected 0 items" above 30 results reads as a broken run; a detector whose every case
+    uses what the target declares unsupported did not pass, it did not run."""
+    pytester.makepyfile(nogqa="import torch.nn.functional as F\n"
+                        "def sdpa(*args, **kwargs):\n"
+                        "    return F.scaled_dot_product_attention(*args, **kwargs)\n"
+                        "ATTNZOO_UNSUPPORTED = ['gqa']\n")
+    only = [a for d in ("causality", "gqa_head_mapping") for a in ("--attnzoo-only", d)]
+    result = run(pytester, "--attnzoo-target", "nogqa:sdpa", *only, "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    out = result.stdout.str()
+    assert "collected 2 items" in out
+    assert "SKIPPED" in out and "every case is outside what the target supports" in out
+
+
+def test_a_failure_says_what_its_cases_share_and_the_run_ends_with_the_diagnosis(pytester):
+    """GQA read as one KV head per query head: every failing case uses enable_gqa, and the
+    end of the run names it as the root cause, as ``attnzoo check`` opens with it."""
+    pytester.makepyfile(nogqa=(
+        "import torch.nn.functional as F\n"
+        "def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,\n"
+        "         enable_gqa=False):\n"
+        "    if enable_gqa:\n"
+        "        k, v = (t.repeat(1, q.shape[1] // t.shape[1], 1, 1) for t in (k, v))\n"
+        "    return F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal,\n"
+        "                                          scale=scale)\n"))
+    only = [a for d in ("gqa_head_mapping", "matches_loop_oracle") for a in ("--attnzoo-only", d)]
+    result = run(pytester, "--attnzoo-target", "nogqa:sdpa", *only)
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    assert "what its failing cases share:" in out
+    summary = out.split("attnzoo diagnosis: nogqa:sdpa", 1)[1]
+    assert "grouped-query attention" in summary and "root cause" in summary

@@ -63,6 +63,7 @@ def lines(resembles):
     out = ["looks like (detectors flagging it as they flag these zoo entries; the verdicts "
            "above stand on their own):"]
     for r in resembles:
-        out.append(f"  - {r['id']} ({len(r['shared'])} detectors shared, similarity "
+        n = len(r["shared"])
+        out.append(f"  - {r['id']} ({n} detector{'s' if n != 1 else ''} shared, similarity "
                    f"{r['similarity']:g}): {r['lesson']} See {r['page']}")
     return out
