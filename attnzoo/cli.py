@@ -251,6 +251,7 @@ def cmd_list(args):
 def cmd_show(args):
     import zoo
     from attnzoo.options import check_device, check_seed
+    from attnzoo.progress import Progress
     from attnzoo.show import show
 
     try:
@@ -260,7 +261,11 @@ def cmd_show(args):
     check_seed(args.seed)
     check_device(args.device)
     depth = getattr(entry.meta, "depth", "quick") if args.depth == "entry" else args.depth
-    text, failing = show(entry, args.seed, args.device, args.dtype, depth)
+    progress = Progress(calls=False)
+    try:
+        text, failing = show(entry, args.seed, args.device, args.dtype, depth, progress)
+    finally:
+        progress.done()
     return deliver(text, 1 if failing else 0)
 
 

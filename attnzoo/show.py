@@ -14,11 +14,12 @@ def source_path(entry):
     return entry.path.relative_to(entry.path.parents[1 if entry.is_bug else 2]).as_posix()
 
 
-def show(entry, seed=0, device="cpu", dtype="float64", depth=None):
+def show(entry, seed=0, device="cpu", dtype="float64", depth=None, progress=None):
     """Metadata, the diff against the reference, and a fresh evaluation.
 
     Returns (text, failing): ``failing`` when a cell of the entry's rows fails the matrix.
-    The evaluation runs at ``depth``, by default the tier at which the entry shows.
+    The evaluation runs at ``depth``, by default the tier at which the entry shows;
+    ``progress`` (:class:`attnzoo.progress.Progress`) is told of each cell as it starts.
     """
     meta = entry.meta
     lines = [f"{meta.id}: {meta.title}", f"file:      {source_path(entry)}"]
@@ -33,8 +34,18 @@ def show(entry, seed=0, device="cpu", dtype="float64", depth=None):
         lines.append(f"technique: {meta.technique}\nwhy it is correct: {meta.why_correct}")
     lines += ["", entry_diff(entry)]
     depth = depth or getattr(meta, "depth", "quick")
+    chosen, started = [r.label for r in model.rows(depth) if r.id == meta.id], set()
+
+    def cell(row, name):  # a line per row off a terminal; each cell, in place, on one
+        if progress is None:
+            return
+        if row.label not in started:
+            started.add(row.label)
+            progress.detector(chosen.index(row.label) + 1, len(chosen), row.label)
+        progress.stage(name)
+
     m = model.evaluate(seed=seed, select=lambda r: r.id == meta.id, device=device,
-                       dtype=dtype, depth=depth)
+                       dtype=dtype, depth=depth, cell=cell)
     lines.append("")
     for row in m.rows:
         caught = m.caught_by(row, m.detectors)

@@ -97,7 +97,7 @@ def cached(*args, isolated=False):
     return console(*args) if isolated else attnzoo(*args)
 
 
-PROGRESS = re.compile(r"attnzoo: (\[\d+/\d+\] \w+|loading the target): ")
+PROGRESS = re.compile(r"attnzoo: (\[\d+/\d+\] [^:]+|loading the target): ")
 
 
 def said(stderr):
@@ -697,6 +697,12 @@ def test_show_file_path():
     assert "file:      zoo/mask_fill_zero.py\n" in p.stdout
 
 
+def test_show_says_which_row_it_evaluates_off_a_terminal():
+    p = cached("show", "mask-fill-zero")
+    assert re.findall(r"^attnzoo: \[(\d)/2\] (\S+): ", p.stderr, re.MULTILINE) == \
+        [("1", "mask-fill-zero-numpy"), ("2", "mask-fill-zero-torch")], p.stderr
+
+
 def test_matrix_json_only_one_entry():
     p = attnzoo("matrix", "--only", "mask-fill-zero", "--format", "json")
     assert p.returncode == 0, p.stdout[-2000:]
@@ -791,6 +797,48 @@ def test_new_scaffolds_an_entry_that_tests_reject_until_complete(zoo_copy):
     assert re.search(r"^FAILED \S*test_zoo\.py::test_entry_is_complete\[softmax-over-batch\]",
                      t.stdout, re.MULTILINE), t.stdout[-3000:]
     assert "TODO" in t.stdout
+
+
+COMPLETED = {  # the scaffold's TODO lines, filled in as a newcomer would
+    '"""TODO: the mistake in one line.': '"""Scores doubled before the softmax.',
+    "TODO: the story — what the code means to do, what it does instead, how it shows and why\n"
+    "nothing complains.": "The weights come out too peaked; nothing crashes.",
+    'title="TODO: one line, named for the mistake"': 'title="Scores multiplied by two"',
+    'category="TODO: one of masking, scaling, softmax, shapes, heads, causal, state, precision, '
+    'gradients"': 'category="scaling"',
+    'symptom="TODO: one of crash, nan, silent"': 'symptom="silent"',
+    'lesson="TODO: one imperative sentence."': 'lesson="Scale scores by 1/sqrt(d_k) once."',
+    'seen_in="TODO: where people make this mistake"': 'seen_in="a tutorial"',
+    "caught_by=(),  # TODO: the detectors that must catch it (run: attnzoo show scores-doubled)":
+    'caught_by=("known_answers",),',
+    '        # TODO: make the mistake in one line and mark it with a "# BUG: ..." comment\n': "",
+    "/ math.sqrt(d_k)  # (..., T_q, T_k)": "/ math.sqrt(d_k) * 2  # BUG: doubled (..., T_q, T_k)",
+}
+
+
+def test_a_completed_entry_passes_and_the_run_ends_with_what_to_run_next(zoo_copy):
+    """After ``attnzoo new`` and a completed entry, its rows pass, and the last line the test
+    run prints is the next step: ``attnzoo docs`` writes the entry's catalogue page."""
+    tmp, env = zoo_copy
+    assert console("new", "scores-doubled", module=True, cwd=tmp, env=env).returncode == 0
+    path = tmp / "zoo" / "scores_doubled.py"
+    source = path.read_text(encoding="utf-8")
+    for todo, done in COMPLETED.items():
+        assert todo in source, todo
+        source = source.replace(todo, done)
+    assert "TODO" not in source.split("NUMPY = Numpy()")[0], source
+    path.write_text(source, encoding="utf-8")
+    (tmp / "docs" / "catalogue").mkdir(parents=True)
+    t = subprocess.run([PYTHON, "-m", "pytest", str(REPO / "tests" / "test_kill_matrix.py"),
+                        str(REPO / "tests" / "test_zoo.py"), "-q", "-k", "scores-doubled",
+                        "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "attnzoo.matrix.plugin",
+                        "--rootdir", str(tmp)],
+                       cwd=tmp, env=env, capture_output=True, text=True, timeout=TIMEOUT,
+                       check=False)
+    assert t.returncode == 0, t.stdout[-3000:]
+    last = t.stdout.rstrip().splitlines()[-1]
+    assert last == ("next: run 'attnzoo docs' to write the catalogue page of scores-doubled, "
+                    "and commit docs/"), t.stdout[-3000:]
 
 
 @pytest.mark.parametrize("entry_id, words", [

@@ -57,10 +57,25 @@ def direct_grade(path, rows):
 
 
 @pytest.fixture(scope="module")
-def known():
+def graded():
     done = attnzoo("grade", str(SUITES / "known_suite.py"), "--json", "--reveal")
     assert done.returncode in (0, 1), done.stderr
-    return json.loads(done.stdout)
+    return done
+
+
+@pytest.fixture(scope="module")
+def known(graded):
+    return json.loads(graded.stdout)
+
+
+def test_progress_is_a_line_per_implementation_off_a_terminal(graded, known):
+    """A grade takes minutes: stderr, not a terminal here, says which row finished."""
+    lines = [ln for ln in graded.stderr.splitlines() if ln.startswith("attnzoo: [")]
+    counts = [re.match(r"attnzoo: \[(\d+)/(\d+)\] (\S+) graded: ", ln) for ln in lines]
+    assert counts and all(counts), graded.stderr[-2000:]
+    assert [int(m[1]) for m in counts] == list(range(1, len(counts) + 1))
+    assert {int(m[2]) for m in counts} == {len(counts)} == {known["summary"]["implementations"]}
+    assert {m[3] for m in counts} == {r["row"] for r in known["rows"]}
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the bugs' overflows, called directly

@@ -15,9 +15,9 @@ from types import SimpleNamespace
 
 from attnzoo import shrink
 from attnzoo.matrix.model import rows, subject_for
+from attnzoo.progress import Progress
 from attnzoo.runner import run
 from attnzoo.sandbox.executor import DeadlineReached
-from attnzoo.sandbox.session import Progress
 from detectors import by_name
 from detectors.kit.battery import Battery
 

@@ -1,13 +1,14 @@
 """The command line's half of ``attnzoo grade``: check the input, grade, print, exit code."""
 
+import argparse
 import json
 import os
-import sys
 
 from attnzoo import options
 from attnzoo.grade import model, render
 from attnzoo.grade.run import Suite, SuiteError
 from attnzoo.options import BadInput, Options
+from attnzoo.progress import Progress
 from attnzoo.streams import deliver
 
 
@@ -23,14 +24,18 @@ def main(args):
     if args.jobs < 1:
         raise BadInput(f"--jobs must be at least 1, not {args.jobs}")
     shared = Options.build(backend=args.backend, timeout=args.timeout)  # a test is one call
-    progress = None
-    if args.progress:
-        progress = lambda row: print(f"  {row.label}", file=sys.stderr, flush=True)  # noqa: E731
+    shown = Progress(calls=False)  # in place on a terminal, a line per row elsewhere
+
+    def progress(row, done, total):
+        shown.detector(done, total, f"{row.label} graded")
+
     try:
         doc = model.grade(Suite(args.path), shared.backend, args.jobs, shared.timeout, progress,
                           shown_as=args.path)
     except SuiteError as e:
         raise BadInput(str(e)) from None
+    finally:
+        shown.done()
     code = model.exit_code(doc, args.min_caught)
     shown = doc if args.reveal else model.hide(doc)
     if args.json:
@@ -59,6 +64,5 @@ def add_parser(sub):
     p.add_argument("--jobs", type=int, default=2, help="implementations at once (default 2)")
     p.add_argument("--timeout", type=float, default=options.CALL_SECONDS, metavar="SECONDS",
                    help=f"time limit per test (default {options.CALL_SECONDS:g})")
-    p.add_argument("--progress", action="store_true",
-                   help="name each implementation on stderr as it finishes")
+    p.add_argument("--progress", action="store_true", help=argparse.SUPPRESS)  # always shown
     return p

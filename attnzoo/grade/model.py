@@ -7,6 +7,7 @@ contract's fixture) is not counted there. The JSON form (``attnzoo grade --json`
 ``attnzoo/grade/render.py`` prints it.
 """
 
+import itertools
 from concurrent.futures import ThreadPoolExecutor
 
 from attnzoo.grade import run as runner
@@ -45,7 +46,8 @@ def grade(suite, backend="numpy", jobs=2, test_seconds=runner.TEST_SECONDS, prog
     """Collect the suite, run it on every row in a pool of processes; the grade as a dict.
 
     ``select`` keeps only the rows it accepts (tests grade against a few); ``shown_as`` is the
-    path as the user wrote it, for the report.
+    path as the user wrote it, for the report; ``progress(row, done, total)`` is told of each
+    row as it finishes.
     """
     collected = runner.collect(suite)
     tests = {t: f for t, f in collected.items() if f}
@@ -56,13 +58,14 @@ def grade(suite, backend="numpy", jobs=2, test_seconds=runner.TEST_SECONDS, prog
             + ": take the implementation under test as a fixture argument")
     contracts = sorted({"sdpa" if "sdpa" in f else "lesson" for f in tests.values()})
     rows = [r for r in implementations(contracts, backend) if select is None or select(r)]
+    finished = itertools.count(1)  # next() is atomic under the GIL: rows finish in threads
 
     def one(row):
         spec = {"locator": row.locator, "contract": "sdpa" if row.backend == "sdpa" else "lesson",
                 "backend": row.backend}
         outcomes = runner.run(suite, spec, list(tests), test_seconds)
         if progress:
-            progress(row)
+            progress(row, next(finished), len(rows))
         return row, outcomes
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:

@@ -174,9 +174,10 @@ class Matrix:
 
 
 def evaluate(seed=0, repeat=1, select=None, device="cpu", dtype="float64", progress=None,
-             depth="quick", jobs=1, only=None):
+             depth="quick", jobs=1, only=None, cell=None):
     """Run every detector and baseline on every row; ``select`` filters rows by label, and
-    ``only`` (row label -> detector names) the cells of each row.
+    ``only`` (row label -> detector names) the cells of each row. ``progress(row)`` is told of
+    each row done; ``cell(row, detector name)`` of each cell as it starts (one job only).
 
     ``jobs`` > 1 spreads the rows over that many forked processes. Every cell is already
     independent of the others (a fresh instance per cell, the battery drawn from the seed), so
@@ -200,7 +201,7 @@ def evaluate(seed=0, repeat=1, select=None, device="cpu", dtype="float64", progr
                     progress(futures[done])
         return matrix
     for row in chosen:
-        matrix.findings.update(_row(row))
+        matrix.findings.update(_row(row, cell))
         if progress:
             progress(row)
     return matrix
@@ -209,12 +210,17 @@ def evaluate(seed=0, repeat=1, select=None, device="cpu", dtype="float64", progr
 _RUN = []  # the battery, device, dtype and cells of the evaluate call running (here or forked)
 
 
-def _row(row):
+def _row(row, cell=None):
     """(row label, detector) -> Finding for every detector and baseline on one row."""
     battery, device, dtype, only = _RUN
-    return {(row.label, detector.NAME): run(detector, subject_for(row, device, dtype), battery)
-            for detector in all_detectors() + baseline_suites()
-            if only is None or detector.NAME in only.get(row.label, ())}
+    found = {}
+    for detector in all_detectors() + baseline_suites():
+        if only is None or detector.NAME in only.get(row.label, ()):
+            if cell:
+                cell(row, detector.NAME)
+            found[(row.label, detector.NAME)] = run(detector, subject_for(row, device, dtype),
+                                                    battery)
+    return found
 
 
 def from_json(data):

@@ -7,7 +7,10 @@ carries user properties from workers to the controller, so the matrix printed (a
 When the run computed the whole matrix at the committed seed, every cell is compared with
 ``docs/kill-matrix.json`` (the kind and the verdict, not the message text): a cell that differs
 fails the session, listed, because the docs built from that file would then be out of date. A
-``-k`` subset, or another ``--kill-matrix-seed``, is compared with nothing.
+``-k`` subset, or another ``--kill-matrix-seed``, is compared with nothing. Such a run's
+summary line counts the changed cells (so it is not green while the exit code is 1), and the
+last line it prints says what to run next: ``attnzoo docs``, also when a row has no catalogue
+page yet (an entry just added).
 
 Every pytest run of the project loads this plugin (``-p`` in pyproject.toml), one of the
 reference's tests alone included: the matrix model, the detectors and the renderer are imported
@@ -15,6 +18,7 @@ when there are cells to summarise, not when the plugin loads.
 """
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
@@ -22,6 +26,7 @@ from detectors.kit.depths import DEPTHS
 
 PROPERTY = "kill_matrix"
 COMMITTED = "docs/kill-matrix.json"
+CHANGED = "kill-matrix cells changed"  # the summary line's word for them: "3 kill-matrix …"
 
 
 def pytest_addoption(parser):
@@ -90,6 +95,35 @@ class KillMatrixReport:
         self.drift = compare(committed, self.matrix().to_json())
         if self.drift and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if self.drift and reporter is not None:  # counted in the summary line, not green
+            reporter.stats.setdefault(CHANGED, []).extend(SimpleNamespace() for _ in self.drift)
+
+    def next_step(self):
+        """What to run next, or None: the docs are stale when cells changed or a row of the
+        run has no catalogue page yet."""
+        if not self.cells or hasattr(self.config, "workerinput"):
+            return None
+        from attnzoo.matrix.model import rows  # deferred: see the module docstring
+
+        seen = {label for label, _ in self.cells}
+        pages = self.config.rootpath / "docs" / "catalogue"
+        new = sorted({r.id for r in rows() if r.label in seen and r.kind != "reference"
+                      and pages.is_dir() and not (pages / f"{r.id}.md").exists()})
+        if self.drift:
+            return "next: run 'attnzoo docs' and commit docs/ (the kill matrix changed)"
+        if new:
+            return (f"next: run 'attnzoo docs' to write the catalogue page of {', '.join(new)}, "
+                    "and commit docs/")
+        return None
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_unconfigure(self, config):
+        """The run's last line, below the summary: what to run next."""
+        step = self.next_step()
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if step and reporter is not None:
+            reporter.write_line(step, yellow=True, bold=True)
 
     def pytest_terminal_summary(self, terminalreporter):
         if not self.cells or hasattr(self.config, "workerinput"):
