@@ -55,7 +55,7 @@ SUMMARY_KEYS = {"detectors", "passed", "flagged", "killed", "nan", "crashed", "h
 FINDING_KEYS = {"detector", "target", "verdict", "message", "evidence", "calls", "seconds",
                 "impl_seconds", "notes", "unsupported", "cases"}
 DIAGNOSIS_KEYS = {"feature", "features", "explains", "sentence", "detectors", "cases", "failing",
-                  "refined", "passing_without", "smallest"}
+                  "refined", "passing_without", "variants", "smallest"}
 EVIDENCE_KEYS = {"call", "case", "index", "expected", "actual", "snippet", "shrunk"}
 SHRUNK_KEYS = {"case", "from", "to", "sizes", "attempts", "cap", "message", "call", "snippet",
                "skipped"}

@@ -318,3 +318,40 @@ def test_the_root_causes_smallest_call_is_the_shrunk_one():
     text = attnzoo("check", "tests/targets/naive_sdpa.py:sdpa", "--depth", "quick").stdout
     assert f"     shrunk from case {shrunk['from']} ({shrunk['detector']}): {shrunk['call']}" \
         in text, text
+
+
+def _spec_finding(detector, failed, passed):
+    """Failing cases as (spec, features), so that a detector's variant names its battery case."""
+    out = _finding(detector, {k: fs for k, (_, fs) in failed.items()}, passed)
+    for k, (spec, _) in failed.items():
+        out["cases"]["failed"][k]["spec"] = spec
+    return out
+
+
+def test_a_variant_of_an_explained_case_joins_its_cause_and_later_causes_say_so():
+    """Ev ≠ E refused explains the first detector's failures; the second detector's variant of
+    one of those cases (every key masked) fails too and no feature of its own explains it: it
+    joins Ev ≠ E rather than reading as a second, unexplained cause. The strided case is a
+    cause of its own, found among what Ev ≠ E leaves."""
+    ev = {f"ev#{i}": (f"ev#{i}", ["e_ne_ev"]) for i in range(6)}
+    first = _spec_finding("d1", {**ev, "s": ("s", ["strided"])},
+                          {"p": ["scale"], "q": ["gqa"]})
+    second = _spec_finding("d2", {"ev#0 (all masked)": ("ev#0", ["no_allowed_key"])},
+                           {"p (all masked)": ["no_allowed_key"]})
+    found = diagnose([first, second])
+    assert [g["feature"] for g in found] == ["e_ne_ev", "strided"], found
+    cause = found[0]
+    assert "ev#0 (all masked)" in cause["cases"] and cause["detectors"] == ["d1", "d2"]
+    assert cause["failing"] == 7 and cause["variants"] == 1
+    assert "a variant a detector made of such cases" in cause["sentence"]
+    assert found[1]["sentence"].startswith("Of the 1 failing case left after ")
+    assert not any(g["explains"] == UNEXPLAINED for g in found)
+
+
+def test_without_the_spec_the_variant_stays_unexplained():
+    """The same outcomes with no battery case named: nothing ties the variant to Ev ≠ E."""
+    ev = {f"ev#{i}": ["e_ne_ev"] for i in range(6)}
+    found = diagnose([_finding("d1", ev, {"p": ["scale"]}),
+                      _finding("d2", {"ev#0 (all masked)": ["no_allowed_key"]},
+                               {"p (all masked)": ["no_allowed_key"]})])
+    assert found[-1]["explains"] == UNEXPLAINED and found[-1]["cases"] == ["ev#0 (all masked)"]

@@ -16,7 +16,7 @@ def per_case(detector, subject, record):
     """``{"failed": {key: record}, "passed": {key: record}, "complete": bool, "stopped": why,
     "cause": …}`` where a record has the case's features, size and, when failed, its verdict,
     call, message and reproduction."""
-    failed = {str(k): _failure(o) for k, o in record.failed.items()}
+    failed = {str(k): dict(_failure(o), spec=k.spec) for k, o in record.failed.items()}
     later = {str(k): o.evidence for k, o in record.failed.items() if o.evidence is not None}
     passed = {str(k): {} for k in record.passed()}
     sent = {str(k): v for k, v in record.sent.items()}

@@ -23,6 +23,11 @@ How it decides:
 3. Refinement. A group whose features include another attributed group's joins that one (all
    their cases have the smaller set, so it explains both) and is listed as a refinement: in its
    detectors, the cases fail only where they have the extra feature too.
+4. Variants. A case left unexplained that is a detector's own variant of a battery case (its
+   ``spec``) whose failures all lie in one attributed group joins that group: the detector
+   changed the case (masked every key, permuted the tokens) and it failed as the case did.
+5. After the first. When one cause explains most failing cases, each further group says it
+   was found among the cases left once those were set aside.
 """
 
 from attnzoo.diagnosis import features
@@ -59,9 +64,51 @@ def diagnose(findings):
     out.sort(key=lambda g: (-len(g["cases"]), _rank(tuple(g["features"]))))
     lost = [u for f, g in groups.items() for u in g if u[0] not in kept[f]]
     lost += [u for u in pairs if not u[2]]
+    lost = _join_variants(out, lost, found, order)
+    _after_the_first(out, len(pairs))
     if lost:
         out.append(_describe(None, lost, passes, order))
     return out
+
+
+def _join_variants(out, lost, found, order):
+    """Step 4: the unexplained pairs that stay so; each of the others joins the group that
+    holds every explained failure of its battery case."""
+    owner = {}  # spec -> the groups of ``out`` its explained failures lie in, by id
+    for f, g in found.items():
+        group = next(o for o in out if tuple(o["features"]) == f
+                     or any(tuple(r["features"]) == f for r in o["refined"]))
+        for u in g:
+            owner.setdefault(u[3].get("spec"), {})[id(group)] = group
+    left, joined = [], {}
+    for u in lost:
+        groups = owner.get(u[3].get("spec")) or {}
+        if u[3].get("spec") and len(groups) == 1:
+            group = next(iter(groups.values()))
+            joined.setdefault(id(group), (group, []))[1].append(u)
+        else:
+            left.append(u)
+    for group, pairs in joined.values():
+        n = len(pairs)
+        group["failing"] += n
+        group["variants"] = n
+        group["cases"] = sorted(set(group["cases"]) | {u[1] for u in pairs})
+        group["detectors"] = sorted(set(group["detectors"]) | {u[0] for u in pairs},
+                                    key=order.index)
+        group["sentence"] += (f" {n} more failing case{'s' if n != 1 else ''} "
+                              f"({'variants' if n != 1 else 'a variant'} a detector made of such "
+                              "cases) join it.")
+    return left
+
+
+def _after_the_first(out, total):
+    """Step 5: say what the later groups were found among, when the first explains most."""
+    if len(out) < 2 or out[0]["failing"] * 2 <= total:
+        return
+    left = total - out[0]["failing"]
+    for g in out[1:]:
+        g["sentence"] = (f"Of the {left} failing case{'s' if left != 1 else ''} left after "
+                         f"{out[0]['explains']}, " + g["sentence"][0].lower() + g["sentence"][1:])
 
 
 def _has(f, feats):
@@ -187,6 +234,7 @@ def _describe(feature, group, passes, order, refined=(), declared=frozenset()):
                                                                key=order.index),
                      "failing": len(pairs)} for f, pairs in refined],
         "passing_without": without,
+        "variants": 0,  # step 4 counts those that join
         "smallest": {"detector": smallest[0], "case": smallest[1],
                      "verdict": record.get("verdict", ""), "call": record.get("call", ""),
                      "message": record.get("message", ""), "snippet": record.get("snippet", "")},
