@@ -172,3 +172,25 @@ def test_completion_command_works(block, tmp_path):
     assert done.returncode == status, (
         f"expected exit {status}, got {done.returncode} from:\n{script}\n"
         f"--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}")
+
+
+def test_a_tolerance_measured_on_another_machine_leaves_the_committed_cell_alone():
+    """``attnzoo docs`` on another machine measures other tolerances and last digits; a cell
+    that says the same otherwise keeps the committed text, so unrelated pages stay as they are.
+    A changed verdict, or a different failing value, is taken."""
+    from attnzoo.devtools.docs import settled
+
+    def doc(message, verdict="killed"):
+        return {"rows": [{"row": "a-numpy", "cells": {"causality": {
+            "cell": "caught", "verdict": verdict, "message": message,
+            "evidence": {"snippet": "x = 1.0"}}}}]}
+
+    committed = doc("expected 0.765749 (± 2.1e-10), got 0.785946 (off by 0.02)")
+    elsewhere = doc("expected 0.7657491 (± 3.4e-10), got 0.785946 (off by 0.020)")
+    kept = settled(committed, elsewhere)["rows"][0]["cells"]["causality"]
+    assert kept["message"] == committed["rows"][0]["cells"]["causality"]["message"]
+    other_value = doc("expected 0.765749 (± 2.1e-10), got 0.9 (off by 0.13)")
+    taken = settled(committed, other_value)["rows"][0]["cells"]["causality"]
+    assert taken["message"].endswith("got 0.9 (off by 0.13)")
+    other_verdict = doc("expected 0.765749 (± 2.1e-10), got 0.785946 (off by 0.02)", "nan")
+    assert settled(committed, other_verdict)["rows"][0]["cells"]["causality"]["verdict"] == "nan"

@@ -10,7 +10,8 @@ import sys
 
 def imports(target):
     """The standard-library imports the lines of :func:`load` need."""
-    return ["import importlib.util", "import sys"] if is_file(target) else ["import sys"]
+    uses = "\n".join(load(target))
+    return [f"import {m}" for m in ("importlib.util", "sys") if f"{m}." in uses]
 
 
 def is_file(target):

@@ -2,7 +2,9 @@
 
 Everything here is a pure function of two inputs: the zoo (its source and metadata, and the
 detectors' fields) and ``docs/kill-matrix.json``, the matrix at seed 0. So ``attnzoo docs``
-runs the matrix once and writes the JSON, the pages and the heatmap; ``--from-json`` rebuilds
+runs the matrix once and writes the JSON, the pages and the heatmap (a cell that differs from
+the committed one only in a tolerance or in digits past the third keeps the committed text, so
+the pages of entries whose results did not change stay as they are); ``--from-json`` rebuilds
 the pages and the heatmap from the committed JSON; ``--check`` says, without running anything,
 which committed files differ from what the committed JSON and the current zoo give.
 
@@ -33,14 +35,15 @@ from attnzoo.devtools.docs.data import (
     normalise,
     reproductions,
     run_matrix,
+    settled,
 )
 from attnzoo.devtools.docs.heatmap import heatmap
 from attnzoo.devtools.docs.pages import bug_page, decoy_page, index_page
 from attnzoo.devtools.docs.view import View
 
 __all__ = ["BLOCK", "JSON_PATH", "PNG_PATH", "ROOT", "TEST_DESIGN", "coverage", "dumps", "load",
-           "matrix_data", "normalise", "render", "reproductions", "run_matrix", "stale",
-           "write"]
+           "matrix_data", "normalise", "render", "reproductions", "run_matrix", "settled",
+           "stale", "write"]
 
 
 

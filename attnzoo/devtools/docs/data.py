@@ -42,6 +42,35 @@ def normalise(data):
     return data
 
 
+NUMBER = re.compile(r"-?\d+\.\d+(?:e[-+]?\d+)?|-?\d+e[-+]?\d+")
+TOLERANCE = re.compile(r"\(± [^)]*\)")
+
+
+def settled(committed, data):
+    """``data`` with each cell that says what the committed one says, but for a tolerance and
+    digits past the third, replaced by the committed cell: a tolerance comes from the precision
+    measured on the machine that ran, so a page changes where its entry's result does, not
+    with the machine."""
+    was = {(r["row"], d): c for r in committed.get("rows", []) for d, c in r["cells"].items()}
+    for row in data["rows"]:
+        for d, cell in row["cells"].items():
+            old = was.get((row["row"], d))
+            if old is not None and _rounded(old) == _rounded(cell):
+                row["cells"][d] = old
+    return data
+
+
+def _rounded(value):
+    """A cell with its tolerances blanked and every decimal number to three digits."""
+    if isinstance(value, str):
+        return NUMBER.sub(lambda m: f"{float(m[0]):.3g}", TOLERANCE.sub("(± …)", value))
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value
+
+
 def reproductions(data):
     """``612 reproductions, 6 over 40 lines (longest 62)``: the cells' snippets, measured."""
     lines = [c["evidence"]["snippet"].count("\n") + 1 for row in data["rows"]
