@@ -5,7 +5,7 @@ the calls actually sent, so a renamed case or detector changes nothing."""
 import numpy as np
 import pytest
 
-from attnzoo import coverage
+from attnzoo import coverage, space_values
 from detectors.kit.calls import Request
 from reference.space import SPACES
 
@@ -15,7 +15,7 @@ def sdpa(q, k, v, dtype="float64", **kw):
 
 
 def test_sizes_are_read_from_the_arrays_sent():
-    found = coverage.sdpa_values(sdpa((1, 2, 65, 33), (1, 2, 127, 33), (1, 2, 127, 8),
+    found = space_values.sdpa_values(sdpa((1, 2, 65, 33), (1, 2, 127, 33), (1, 2, 127, 8),
                                       is_causal=True))
     assert {("L", "2^k+1"), ("L", ">64"), ("S", "prime"), ("S", "2^k-1"), ("E", "2^k+1"),
             ("Ev", "!=E"), ("is_causal", "L<S"), ("batch", "1"), ("heads", ">1")} <= found
@@ -25,43 +25,43 @@ def test_sizes_are_read_from_the_arrays_sent():
 def test_masks_dropout_scale_and_requests_are_read_from_the_keywords():
     mask = np.full((4, 5), -np.inf)
     mask[1:, 0] = 0.0  # row 0 has no allowed key
-    found = coverage.sdpa_values(sdpa((2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 8), attn_mask=mask,
+    found = space_values.sdpa_values(sdpa((2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 8), attn_mask=mask,
                                       dropout_p=0.95, scale=0.0))
     assert {("attn_mask", "float"), ("attn_mask", "float -inf"), ("attn_mask", "2-D"),
             ("attn_mask", "empty row"), ("dropout_p", ">=0.9"), ("scale", "0")} <= found
     asked = Request("sdpa", (np.ones((1, 1, 2, 2)),) * 3, {}, seed=3, keep=True)
-    assert {("requests", "seeded"), ("requests", "kept")} <= coverage.sdpa_values(asked)
+    assert {("requests", "seeded"), ("requests", "kept")} <= space_values.sdpa_values(asked)
 
 
 def test_grouped_heads_and_score_magnitudes():
     q, k = np.full((1, 8, 3, 4), 200.0), np.full((1, 1, 3, 4), 200.0)
     r = Request("sdpa", (q, k, np.ones((1, 1, 3, 4))), {"enable_gqa": True})
-    assert {("gqa", "mqa"), ("scores", "past float16")} <= coverage.sdpa_values(r)
+    assert {("gqa", "mqa"), ("scores", "past float16")} <= space_values.sdpa_values(r)
 
 
 def test_format_limits_are_read_per_dtype():
     v = np.full((1, 1, 3, 4), 40000.0)
     near = Request("sdpa", (np.ones((1, 1, 300, 4)), np.ones((1, 1, 3, 4)), v), {},
                    dtype="float16")
-    assert ("limits", "largest finite") in coverage.sdpa_values(near)
-    assert ("limits", "past exact integers") not in coverage.sdpa_values(near)  # 300 < 2048
+    assert ("limits", "largest finite") in space_values.sdpa_values(near)
+    assert ("limits", "past exact integers") not in space_values.sdpa_values(near)  # 300 < 2048
     at_bf16 = Request("sdpa", near.args, {}, dtype="bfloat16")
-    assert ("limits", "past exact integers") in coverage.sdpa_values(at_bf16)
-    assert ("limits", "largest finite") not in coverage.sdpa_values(at_bf16)
+    assert ("limits", "past exact integers") in space_values.sdpa_values(at_bf16)
+    assert ("limits", "largest finite") not in space_values.sdpa_values(at_bf16)
     tiny = Request("sdpa", (np.full((1, 1, 2, 2), 1e-6),) * 3, {}, dtype="float16")
-    assert ("limits", "smallest normal") in coverage.sdpa_values(tiny)
+    assert ("limits", "smallest normal") in space_values.sdpa_values(tiny)
 
 
 def test_a_call_repeated_at_once_or_later_is_read_off_the_sequence():
     a, b = (sdpa((1, 1, 2, 2), (1, 1, 2, 2), (1, 1, 2, 2)),
             sdpa((1, 1, 3, 2), (1, 1, 3, 2), (1, 1, 3, 2)))
     again = sdpa((1, 1, 2, 2), (1, 1, 2, 2), (1, 1, 2, 2))  # equal values, new objects
-    places = coverage.sequence([a, again, b, a, b])
+    places = space_values.sequence([a, again, b, a, b])
     assert places[0] == set() and places[2] == set()
     assert places[1] == {("requests", "repeated")}
     assert places[3] == {("requests", "repeated later")} == places[4]
     scaled = sdpa((1, 1, 2, 2), (1, 1, 2, 2), (1, 1, 2, 2), scale=0.5)  # another keyword
-    assert coverage.sequence([a, scaled]) == [set(), set()]
+    assert space_values.sequence([a, scaled]) == [set(), set()]
 
 
 def test_the_layout_and_per_head_masks_are_read_from_the_arrays_sent():
@@ -72,7 +72,7 @@ def test_the_layout_and_per_head_masks_are_read_from_the_arrays_sent():
     shared = np.broadcast_to(rng.standard_normal((1, 1, 5, 4)), v.shape).copy()
 
     def sent(k, layout, **kw):
-        return coverage.sdpa_values(Request("sdpa", (q, k, v), kw, layout=layout))
+        return space_values.sdpa_values(Request("sdpa", (q, k, v), kw, layout=layout))
 
     assert ("layout", "expanded") in sent(shared, "expanded")
     assert ("layout", "contiguous") in sent(v, "expanded")  # nothing to expand: contiguous
@@ -89,10 +89,10 @@ def test_every_value_the_classifiers_name_is_in_the_space():
     values = {c: {(a.name, v.name) for a in axes for v in a.values} for c, axes in SPACES.items()}
     r = sdpa((2, 16, 1025, 129), (2, 16, 1, 129), (2, 16, 1, 129), dtype="bfloat16",
              attn_mask=np.ones((2, 16, 1025, 1), dtype=bool), dropout_p=1.0)
-    assert coverage.sdpa_values(r) <= values["sdpa"]
+    assert space_values.sdpa_values(r) <= values["sdpa"]
     lesson = Request("attention", (np.ones((3, 1)), np.ones((70, 1)), np.ones((70, 2)),
                                    np.zeros((3, 70), dtype=bool)), dtype="float16")
-    assert coverage.lesson_values(lesson) <= values["lesson"]
+    assert space_values.lesson_values(lesson) <= values["lesson"]
 
 
 def test_a_gap_and_a_stale_reason_are_reported():

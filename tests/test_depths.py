@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import zoo
-from attnzoo.coverage import sizes
 from attnzoo.matrix import model as matrix
 from attnzoo.runner import run
+from attnzoo.space_values import sizes
 from detectors import by_name
 from detectors.kit import sweep
 from detectors.kit.battery import Battery

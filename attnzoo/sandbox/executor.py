@@ -12,6 +12,7 @@ import threading
 
 from attnzoo.options import CALL_SECONDS
 from attnzoo.sandbox import decide, probes
+from attnzoo.sandbox.guard import CallTimeout
 from attnzoo.sandbox.offer import manifest
 from attnzoo.sandbox.target import BadTarget, load, renewed
 from detectors.kit.verdict import CRASHED, HUNG, ImplementationFailure
@@ -84,7 +85,7 @@ class InProcess:
         signal.setitimer(signal.ITIMER_REAL, limit * WALL_FACTOR)
         try:
             return probes.execute(self.obj, self.target, self.manifest, decoded, self.kept)
-        except probes.CallTimeout:
+        except CallTimeout:
             raise ImplementationFailure(
                 HUNG, f"no answer within {limit:g} s of processor time "
                       f"({limit * WALL_FACTOR:g} s of wall time)", request.describe()
@@ -105,7 +106,7 @@ class InProcess:
 
 
 def _raise_timeout(signum, frame):
-    raise probes.CallTimeout()
+    raise CallTimeout()
 
 
 def new_handle(executor, request):

@@ -83,11 +83,11 @@ _SETTERS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads
 @contextlib.contextmanager
 def one_blas_thread():
     """Every OpenBLAS this process has loaded (NumPy's) on one thread while the detectors run,
-    as the worker's torch is (``probes._Torch``). The detectors' and oracles' products are small
-    and many, the worker takes turns with this process, and the machine is often shared: a
-    second BLAS thread spins waiting for work and, under load, made the low-precision
-    detectors' NumPy several times slower. Where no OpenBLAS is found (another BLAS, no
-    /proc), nothing changes."""
+    as the worker's torch is (``torch_backend.Torch``). The detectors' and oracles' products
+    are small and many, the worker takes turns with this process, and the machine is often
+    shared: a second BLAS thread spins waiting for work and, under load, made the
+    low-precision detectors' NumPy several times slower. Where no OpenBLAS is found (another
+    BLAS, no /proc), nothing changes."""
     found = _openblas()
     before = [get() for get, _ in found]
     for _, set_ in found:

@@ -1,17 +1,17 @@
 """Workers forked from a server that has already imported numpy and torch.
 
-A fresh ``python -m attnzoo.sandbox.worker`` spends about two seconds of CPU importing torch
-before its first answer, and a check starts several: one, one more for the detector that needs
-an implementation with no history, and one after every crash or hang. The server
-(``python -m attnzoo.sandbox.zygote FD``) imports them once, runs no torch op (so no thread pool
-exists to be forked) and forks one worker per request. It speaks only over the socketpair it
-was born with: it has no address, so nothing else can ask it for a process. A request carries
-the worker's wire socket and output pipe (SCM_RIGHTS) and its environment and working directory
-(JSON); the child becomes what ``python -m attnzoo.sandbox.worker FD`` started there would be
-— its own session, no terminal, stdin from /dev/null, unbuffered stdout and stderr into the
-pipe, that environment and directory first on ``sys.path`` — and SIGKILL comes to it when the
-server dies, which dies with attnzoo. The server reaps its children and reports each exit
-status; :class:`Forked` is the parent's handle on a worker (``pid``/``poll``/``wait`` as
+A fresh ``python -m attnzoo.sandbox.worker`` spends about two seconds of CPU importing torch before
+its first answer, and a check starts several: one, one more for the detector that needs an
+implementation with no history, and one after every crash or hang. The server (``python -m
+attnzoo.sandbox.zygote FD``) imports them once, runs no torch op (so no thread pool exists to be
+forked) and forks one worker per request. It speaks only over the socketpair it was born with: it
+has no address, so nothing else can ask it for a process. A request carries the worker's wire
+socket and output pipe (SCM_RIGHTS) and its environment and working directory (JSON); the child
+(:mod:`attnzoo.sandbox.child`) becomes what ``python -m attnzoo.sandbox.worker FD`` started there
+would be — its own session, no terminal, stdin from /dev/null, unbuffered stdout and stderr into
+the pipe, that environment and directory first on ``sys.path`` — and SIGKILL comes to it when the
+server dies, which dies with attnzoo. The server reaps its children and reports each exit status;
+:class:`Forked` is the parent's handle on a worker (``pid``/``poll``/``wait`` as
 ``subprocess.Popen``). The modules the server imported stay imported in the worker, as
 ``sys.modules``; the target's own module is imported by the worker, fresh, every time.
 
@@ -32,7 +32,7 @@ import sys
 import threading
 import time
 
-from attnzoo.sandbox import confine, lifeline, worker
+from attnzoo.sandbox import child, lifeline
 
 PRELOAD = ["numpy", "torch", "detectors.kit.verdict", "attnzoo.sandbox.decide",
            "attnzoo.sandbox.offer", "attnzoo.sandbox.probes", "attnzoo.sandbox.target",
@@ -225,7 +225,7 @@ def serve(fd, modules):
             pid = os.fork()
             if pid == 0:
                 os.close(word)
-                _become_child(json.loads(message), fds, (sock.fileno(), wake_r, wake_w), said)
+                child.become(json.loads(message), fds, (sock.fileno(), wake_r, wake_w), said)
             os.close(said)
             for f in fds:
                 os.close(f)
@@ -259,88 +259,6 @@ def _heard(word):
         return {"unconfined": "an unreadable word on its confinement"}
     finally:
         os.close(word)
-
-
-def _become_child(request, fds, server_fds, said):
-    """In the child: what ``python -m attnzoo.sandbox.worker FD`` (or ``python -m pytest
-    ARGS``) in ``cwd`` would be, confined first if the request says so; its word on that goes
-    to ``said``. Never returns."""
-    import io
-
-    code = 1
-    try:
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        for f in server_fds:
-            os.close(f)
-        wire_fd, out_fd = fds
-        os.setsid()
-        lifeline.dumpable(True)  # as any process is: attnzoo reads its /proc entries
-        lifeline.die_with_parent()
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(out_fd, 1)
-        os.dup2(out_fd, 2)
-        os.close(null)
-        os.close(out_fd)
-        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
-        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True,
-                                      errors="backslashreplace")
-        os.chdir(request["cwd"])
-        os.environ.clear()
-        os.environ.update(request["env"])
-        sys.path[0] = request["cwd"]
-        _confine(request.get("confine"), said)
-        if request.get("run") == "pytest":
-            os.close(wire_fd)  # a second copy of the output file: a pytest run has no wire
-            code = _pytest(request["args"], request["env"])
-        else:
-            sys.argv = [worker.__file__, str(wire_fd)]
-            worker.main(wire_fd)
-            code = 0
-    except SystemExit as e:  # as the interpreter reads it
-        if e.code is None or isinstance(e.code, int):
-            code = e.code or 0
-        else:
-            print(e.code, file=sys.stderr)
-    except BaseException:  # noqa: BLE001 - as an uncaught exception ends a python process
-        import traceback
-
-        traceback.print_exc()
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:  # noqa: BLE001
-                pass
-        os._exit(code & 0xFF if isinstance(code, int) else 1)
-
-
-def _confine(asked, said):
-    """Raise the walls asked for, then say so (or why not) and close ``said`` before anything
-    else runs; a child that could not be confined exits."""
-    word = {}
-    if asked:
-        try:
-            confine.apply(**asked)
-            lifeline.die_with_parent()  # kept across the new user namespace; said again
-            word = {"confined": asked["level"]}
-        except OSError as e:
-            word = {"unconfined": str(e)}
-    os.write(said, json.dumps(word).encode())
-    os.close(said)
-    if "unconfined" in word:
-        raise SystemExit(f"attnzoo: the worker could not be confined: {word['unconfined']}")
-
-
-def _pytest(args, env):
-    sys.dont_write_bytecode = env.get("PYTHONDONTWRITEBYTECODE") == "1"
-    sys.argv = ["pytest", *args]
-    if "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(1)
-    import pytest  # only in a pytest child, never in the server before it forks
-
-    return int(pytest.main(list(args)))
 
 
 if __name__ == "__main__":
