@@ -16,13 +16,16 @@ process for the target. The project's own kill-matrix plugin (``attnzoo.matrix.p
 separate plugin loaded with ``-p`` and shares nothing with this one.
 """
 
+import os
 import re
+import signal
 
 import pytest
 
 from attnzoo import options
 from attnzoo.options import BadInput, Options
 
+ENDING = (signal.SIGTERM, signal.SIGHUP)  # pytest's own SIGINT handling is left alone
 # the fields of attnzoo.options.Options the plugin takes, each as --attnzoo-<name with dashes>
 SHARED = ("backend", "depth", "dtype", "device", "mask_convention", "causal_alignment", "seed",
           "timeout", "only", "expect", "isolation", "memory_limit", "scratch_limit")
@@ -111,6 +114,8 @@ class Conformance:
             from detectors.kit.battery import Battery
 
             o = self.options
+            self.ending = {sig: signal.signal(sig, self._ended) for sig in ENDING
+                           if signal.getsignal(sig) is signal.SIG_DFL}
             self.executor = Isolated(call_seconds=o.timeout, load_seconds=o.import_timeout,
                                      warmup_seconds=o.warmup, isolation=isolation(o))
             self.battery = Battery(o.seed, depth=o.depth)
@@ -156,6 +161,18 @@ class Conformance:
     def pytest_unconfigure(self, config):
         if self.executor is not None:
             self.executor.close()
+        for sig, handler in getattr(self, "ending", {}).items():
+            signal.signal(sig, handler)
+
+    def _ended(self, signum, frame):
+        """SIGTERM or SIGHUP ends pytest at once: the worker and all it started go first (its
+        orphans included: it is their subreaper), then pytest dies of the signal as it would
+        have."""
+        from attnzoo.sandbox import hygiene
+
+        hygiene.kill_all()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
 
     def check(self, detector, target):
         from attnzoo.diagnosis.cases import lighten, reproduce_smallest

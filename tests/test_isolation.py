@@ -403,3 +403,42 @@ def test_the_plugin_takes_the_isolation_options(pytester):
     bad = plugin_run(pytester, "--attnzoo-target", "good.py", "--attnzoo-scratch-limit", "x")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     assert "--attnzoo-scratch-limit must be a size" in bad.stderr.str()
+
+
+@strict_only
+def test_sigterm_to_pytest_under_the_plugin_leaves_nothing_of_the_target(tmp_path):
+    """The same target under ``pytest --attnzoo-target``: SIGTERM to pytest during its hang
+    kills the worker, its child and the daemon that left its session, as check's does."""
+    run = Run(tmp_path, ATTNZOO_TEST_HANG="1")
+    proc = subprocess.Popen([PYTHON, "-m", "pytest", "-p", "no:cacheprovider",
+                             "--attnzoo-target", str(REPO / TARGETS / "spawns.py"),
+                             "--attnzoo-timeout", "60", "--attnzoo-only", "known_answers"],
+                            cwd=tmp_path,
+                            env=run.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        assert wait_for(lambda: len(marked(run.mark)) >= 5, 60), marked(run.mark)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == -signal.SIGTERM
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    run.left()
+
+
+def test_what_a_graded_test_double_forks_dies_with_its_run(tmp_path):
+    """A graded test that leaves a daemon in a session of its own, on every implementation
+    row: none outlives the grade (each run is its orphans' subreaper, the server kills what
+    an ended run orphaned)."""
+    suite = tmp_path / "test_daemon.py"
+    suite.write_text("import os, time\n\n\ndef test_leaves_a_daemon(attention):\n"
+                     "    if os.fork() == 0:\n        os.setsid()\n"
+                     "        if os.fork() == 0:\n            time.sleep(300)\n"
+                     "        os._exit(0)\n", encoding="utf-8")
+    run = Run(tmp_path)
+    p = subprocess.run([ATTNZOO, "grade", str(suite), "--json"], cwd=tmp_path, env=run.env,
+                       capture_output=True, text=True, timeout=600, start_new_session=True)
+    assert p.returncode in (0, 1), p.stderr[-2000:]
+    assert json.loads(p.stdout)["summary"]["implementations"] > 10
+    assert wait_for(lambda: not marked(run.mark)), f"left running: {marked(run.mark)}"

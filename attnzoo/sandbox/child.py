@@ -31,6 +31,7 @@ def become(request, fds, server_fds, said):
             os.close(f)
         wire_fd, out_fd = fds
         os.setsid()
+        lifeline.subreaper()  # what it orphans stays below it; once it ends, the server's
         lifeline.dumpable(True)  # as any process is: attnzoo reads its /proc entries
         lifeline.die_with_parent()
         null = os.open(os.devnull, os.O_RDONLY)

@@ -20,7 +20,6 @@ NumPy-only check never imports torch in the parent).
 
 import atexit
 import contextlib
-import ctypes
 import importlib
 import os
 import pkgutil
@@ -35,8 +34,6 @@ import time
 from attnzoo.sandbox import confine, lifeline, zygote
 
 HEAD = TAIL = 64 * 1024  # bytes of the implementation's output kept at each end
-PR_SET_CHILD_SUBREAPER = 36
-
 # what the parent may import on the way to a verdict (the oracles of each backend, the
 # detectors and their kit, the runner, the report's helpers): every module of these packages,
 # and these modules
@@ -275,10 +272,7 @@ def install():
     if _installed:
         return
     _installed = True
-    try:  # Linux: processes the target orphans are re-parented to attnzoo, not to init
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+    lifeline.subreaper()  # processes the target orphans are re-parented to attnzoo
     lifeline.dumpable(False)  # no worker ptraces attnzoo (strict's Landlock forbids it anyway)
     atexit.register(kill_all)
 

@@ -11,6 +11,7 @@ import signal
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
 
 
 def die_with_parent():
@@ -26,5 +27,14 @@ def dumpable(flag):
     attnzoo and its worker server are not, so that no worker can."""
     try:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, int(flag), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def subreaper():
+    """Orphaned descendants come to this process, not to init (Linux only): whatever a target
+    double-forks stays where it can be found and killed."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     except (OSError, AttributeError):
         pass

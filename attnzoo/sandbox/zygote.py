@@ -205,7 +205,9 @@ def server_pid():
 def serve(fd, modules):
     lifeline.die_with_parent()
     lifeline.dumpable(False)  # no worker can ptrace the server (its children undo this)
+    lifeline.subreaper()  # a child's orphans come here when it ends, and are killed
     sock = socket.socket(fileno=fd)
+    forked = set()  # the children it forked (the rest of its children are adopted orphans)
     for name in modules:
         __import__(name)
     wake_r, wake_w = os.pipe()
@@ -216,31 +218,59 @@ def serve(fd, modules):
         ready, _, _ = select.select([sock, wake_r], [], [])
         if wake_r in ready:
             os.read(wake_r, 4096)
-            _report_exits(sock)
+            _report_exits(sock, forked)
         if sock in ready:
             message, fds, _, _ = socket.recv_fds(sock, 1 << 20, 2)
             if not message:
+                _kill_adopted(forked)
                 return  # attnzoo is gone: so are the workers (their parent-death signal)
             word, said = os.pipe()
             pid = os.fork()
             if pid == 0:
                 os.close(word)
                 child.become(json.loads(message), fds, (sock.fileno(), wake_r, wake_w), said)
+            forked.add(pid)
             os.close(said)
             for f in fds:
                 os.close(f)
             sock.send(json.dumps({"pid": pid, **_heard(word)}).encode())
 
 
-def _report_exits(sock):
+def _report_exits(sock, forked):
+    """Tell attnzoo of each forked child that ended; kill what the ended ones orphaned (a
+    child is a subreaper, so its orphans come here only once it is gone: nothing a target
+    double-forks outlives its worker or its pytest run)."""
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            break
         if pid == 0:
-            return
-        sock.send(json.dumps({"exit": pid, "code": os.waitstatus_to_exitcode(status)}).encode())
+            break
+        if pid in forked:
+            forked.discard(pid)
+            sock.send(json.dumps({"exit": pid,
+                                  "code": os.waitstatus_to_exitcode(status)}).encode())
+    _kill_adopted(forked)
+
+
+def _kill_adopted(forked):
+    """SIGKILL every child of the server it did not fork: orphans of ended children. Their
+    death wakes the server again, which then kills the orphans they leave in turn."""
+    me = os.getpid()
+    for name in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not name.isdigit() or int(name) in forked:
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == me and fields[0] != b"Z":
+            try:
+                os.kill(int(name), signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def _heard(word):
