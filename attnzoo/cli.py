@@ -13,12 +13,11 @@ import json
 import os
 import sys
 
-from attnzoo import options
-from attnzoo.options import BadInput, Options
+from attnzoo import check_command, options
+from attnzoo.options import BadInput
 from attnzoo.sandbox import hygiene
 from attnzoo.streams import deliver, reader_gone, say, standard_streams
 from detectors.kit.depths import DEPTHS
-from reference import FLOAT_DTYPES
 
 EXIT_USAGE = 2
 
@@ -61,43 +60,6 @@ def main(argv=None):
         return 3
 
 
-def add_run_options(p, device="cpu", dtype=True, seed=True, depth=None, scoped=False):
-    """--device, --dtype, --seed and --depth: the same words for every command that runs
-    detectors (``depth`` is that command's default tier, or None for no --depth; ``scoped``:
-    a --dtype given scopes every call, and none given leaves it None)."""
-    p.add_argument("--device", default=device, help=options.HELP["device"])
-    if dtype:
-        p.add_argument("--dtype", choices=FLOAT_DTYPES, default=None if scoped else "float64",
-                       help=options.HELP["dtype" if scoped else "dtype_fixed"])
-    if seed:
-        p.add_argument("--seed", type=int, default=Options.seed, help=options.HELP["seed"])
-    if depth:
-        shown = "the tier the entry shows at" if depth == "entry" else depth
-        p.add_argument("--depth", choices=DEPTHS, default=depth,
-                       help=options.HELP["depth"].format(default=shown))
-
-
-def add_check_options(p):
-    """What ``check`` is told besides the target: every field of :class:`Options` but follow."""
-    h = options.HELP
-    p.add_argument("--backend", choices=options.BACKENDS, default=None, help=h["backend"])
-    p.add_argument("--mask-convention", choices=options.MASK_CONVENTIONS,
-                   default=Options.mask_convention, help=h["mask_convention"])
-    p.add_argument("--causal-alignment", choices=options.CAUSAL_ALIGNMENTS,
-                   default=Options.causal_alignment, help=h["causal_alignment"])
-    p.add_argument("--unsupported", default="", metavar="CAPABILITIES", help=h["unsupported"])
-    p.add_argument("--refuses", action="append", default=[], metavar="MESSAGE",
-                   help=h["refuses"])
-    add_run_options(p, depth=Options.depth, scoped=True)
-    for name in ("timeout", "import_timeout", "warmup", "deadline"):
-        p.add_argument("--" + name.replace("_", "-"), type=float, default=getattr(Options, name),
-                       metavar="SECONDS", help=h[name])
-    p.add_argument("--only", action="append", metavar="DETECTOR", help=h["only"])
-    p.add_argument("--isolation", choices=options.ISOLATIONS, default=None, help=h["isolation"])
-    p.add_argument("--memory-limit", metavar="SIZE", help=h["memory_limit"])
-    p.add_argument("--scratch-limit", metavar="SIZE", help=h["scratch_limit"])
-
-
 def build_parser():
     parser = Parser(
         prog="attnzoo",
@@ -105,21 +67,7 @@ def build_parser():
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
-    p = sub.add_parser("check", help="run the detectors on your attention implementation",
-                       description="Run every detector on a target: a lesson-style module "
-                       "(path/to/module.py) or an SDPA-style callable (file.py:func, "
-                       "package.module:func).")
-    p.add_argument("target", help="path/to/module.py, path/to/file.py:func or package.module:func")
-    add_check_options(p)
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.add_argument("--expect", metavar="FILE",
-                   help="expectations file (TOML) of known failures: expected ones do not fail "
-                   "the run, one that passes does")
-    p.add_argument("--no-shrink", dest="shrink", action="store_false",
-                   help="report a failing case as found, without looking for the smallest one")
-    p.add_argument("--repro-dir", metavar="DIR", help=options.HELP["repro_dir"])
-    p.add_argument("-v", "--verbose", action="store_true", help="also say why detectors are n/a")
-    p.set_defaults(run=cmd_check)
+    check_command.add_parser(sub).set_defaults(run=check_command.main)
 
     from attnzoo.grade import command as grade
 
@@ -132,12 +80,12 @@ def build_parser():
 
     p = sub.add_parser("show", help="one entry: metadata, lesson, diff, who catches it")
     p.add_argument("id")
-    add_run_options(p, depth="entry")
+    options.add_run_arguments(p, depth="entry")
     p.set_defaults(run=cmd_show)
 
     p = sub.add_parser("matrix", help="the kill matrix, without pytest")
     p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
-    add_run_options(p, depth="quick")
+    options.add_run_arguments(p, depth="quick")
     p.add_argument("--seeds", type=int, metavar="N",
                    help="run seeds 0..N-1 and report every cell whose verdict depends on the seed")
     p.add_argument("--repeat", type=int, default=1, help="draw the battery N times (cost scales)")
@@ -175,14 +123,14 @@ def build_parser():
                        description="Runs the SDPA-contract detectors against each sdpa_kernel "
                        "backend in float16, bfloat16 and float32. Exits 0 with a message when "
                        "there is no GPU.")
-    add_run_options(p, device="cuda", dtype=False, depth="quick")
+    options.add_run_arguments(p, device="cuda", dtype=False, depth="quick")
     p.add_argument("--output", default="gpu-conformance.json", metavar="PATH")
     p.add_argument("--markdown", metavar="PATH", help="also write the table as markdown")
     p.set_defaults(run=cmd_gpu)
 
     from attnzoo.devtools import commands
 
-    commands.add(sub, add_run_options)
+    commands.add(sub, options.add_run_arguments)
 
     p = sub.add_parser("survey", help="the detectors on installed attention libraries",
                        description="Run every installed adapter of attnzoo/survey/adapters "
@@ -197,37 +145,6 @@ def build_parser():
     p.add_argument("--seed", type=int, default=0, help="seed of the case battery (default 0)")
     p.set_defaults(run=cmd_survey)
     return parser
-
-
-# -- check -------------------------------------------------------------------------------------
-
-
-def cmd_check(args):
-    from attnzoo.check import run_check
-    from attnzoo.report import text
-    from attnzoo.sandbox.session import isolation_words
-
-    options = Options.from_args(args)
-    sections, detectors, document, code = run_check(args.target, options)
-    unrun = {name for s in sections for name in s["not_run"]}
-    if document["summary"]["not_run"] > len([n for s in sections for n in s["not_run"]]):
-        unrun |= set(detectors)  # whole implementations the deadline left unloaded
-    if unrun:
-        given = "the --deadline" if args.deadline is not None else \
-            f"the deadline (the default at --depth {options.depth})"
-        say(f"attnzoo: deadline reached: {given} of {options.deadline:g} s passed before "
-            f"{document['summary']['not_run']} detector runs ({', '.join(sorted(unrun))}): the "
-            "report is partial; raise --deadline (0 for none) or choose detectors with --only")
-    if args.json:
-        out = json.dumps(document, indent=1, ensure_ascii=False)
-    else:
-        out = isolation_words(options) + "\n" + "\n\n".join(
-            text(s, detectors, args.verbose) for s in sections)
-        if args.expect is not None:
-            lines = document["expectations"]["lines"]
-            out += f"\nexpectations from {args.expect}:\n" + (
-                "\n".join("  " + ln for ln in lines) or "  none of them applies here")
-    return deliver(out, code)
 
 
 def cmd_grade(args):

@@ -269,3 +269,22 @@ def declared(unsupported):
         return parse(text)
     except ValueError as e:
         raise BadInput(f"--unsupported: {e}") from None
+
+
+def add_run_arguments(p, device="cpu", dtype=True, seed=True, depth=None, scoped=False):
+    """--device, --dtype, --seed and --depth: the same words for every command that runs
+    detectors (``depth`` is that command's default tier, or None for no --depth; ``scoped``:
+    a --dtype given scopes every call, and none given leaves it None)."""
+    from detectors.kit.depths import DEPTHS
+    from reference import FLOAT_DTYPES
+
+    p.add_argument("--device", default=device, help=HELP["device"])
+    if dtype:
+        p.add_argument("--dtype", choices=FLOAT_DTYPES, default=None if scoped else "float64",
+                       help=HELP["dtype" if scoped else "dtype_fixed"])
+    if seed:
+        p.add_argument("--seed", type=int, default=Options.seed, help=HELP["seed"])
+    if depth:
+        shown = "the tier the entry shows at" if depth == "entry" else depth
+        p.add_argument("--depth", choices=DEPTHS, default=depth,
+                       help=HELP["depth"].format(default=shown))

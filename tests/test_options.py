@@ -129,6 +129,6 @@ def test_dtypes_and_depths_have_one_home():
     assert precision.FORMATS is FLOAT_DTYPES and wire.FLOATS is FLOAT_DTYPES
     assert battery.DEPTHS is DEPTHS and zoo.DEPTHS is DEPTHS
     parser = argparse.ArgumentParser()
-    cli.add_run_options(parser, depth="quick")
+    options.add_run_arguments(parser, depth="quick")
     choices = {a.dest: a.choices for a in parser._actions if a.choices}
     assert choices == {"dtype": FLOAT_DTYPES, "depth": DEPTHS}
