@@ -74,8 +74,12 @@ def test_progress_is_a_line_per_implementation_off_a_terminal(graded, known):
     counts = [re.match(r"attnzoo: \[(\d+)/(\d+)\] (\S+) graded: ", ln) for ln in lines]
     assert counts and all(counts), graded.stderr[-2000:]
     assert [int(m[1]) for m in counts] == list(range(1, len(counts) + 1))
-    assert {int(m[2]) for m in counts} == {len(counts)} == {known["summary"]["implementations"]}
-    assert {m[3] for m in counts} == {r["row"] for r in known["rows"]}
+    s = known["summary"]
+    assert {int(m[2]) for m in counts} == {len(counts)} == {s["implementations"] + s["canaries"]}
+    labels, rows = {m[3] for m in counts}, {r["row"] for r in known["rows"]}
+    canaries = labels - rows
+    assert rows <= labels and len(canaries) == s["canaries"] > 0
+    assert all(c.startswith("canary-") and c.removeprefix("canary-") in rows for c in canaries)
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the bugs' overflows, called directly
@@ -112,12 +116,13 @@ def test_a_test_failing_on_the_reference_is_a_false_alarm_listed_first():
     doc = model.grade(Suite(SUITES / "false_alarm.py"), select=lambda r: r.id in pick)
     alarms = {(a["test"].split("::")[1], a["implementation"]) for a in doc["false_alarms"]}
     assert alarms == {("test_wrong_expectation", "reference-numpy"),
-                      ("test_wrong_expectation", "einsum-numpy")}
+                      ("test_wrong_expectation", "einsum-numpy"),  # and the reference as a bug:
+                      ("test_wrong_expectation", "canary-mask-fill-zero-numpy")}
     assert all("assert" in a["text"] for a in doc["false_alarms"])
     assert model.exit_code(doc) == 1
     text = render.text(doc)
     assert text.index("FALSE ALARMS") < text.index("tests × implementations")
-    assert text.endswith("2 false alarms")
+    assert text.endswith("3 false alarms")
 
 
 def test_a_file_that_does_not_import_is_bad_input():
@@ -206,3 +211,21 @@ def test_attnzoo_grade_prints_the_grade_the_docs_show():
     assert fresh == committed, f"the lesson tests' grade changed (run `attnzoo docs`): {drift}"
     page = (ROOT / grade_page.PAGE).read_text(encoding="utf-8")
     assert render.text(model.hide(fresh)) in page
+
+
+def test_a_test_that_judges_by_the_source_fails_on_the_canaries():
+    """A test that reads the ``# BUG`` line instead of calling the implementation "catches"
+    bugs, and fails on every canary (the reference dressed as a bug): false alarms, exit 1.
+    The arguments of the run name nothing: the test that reads them catches nothing."""
+    done = attnzoo("grade", str(SUITES / "judges_by_name.py"), "--json", "--reveal")
+    assert done.returncode == 1, done.stderr[-2000:]
+    doc = json.loads(done.stdout)
+    by_source = [t for t in doc["tests"] if t.endswith("test_its_source_has_no_bug_line")][0]
+    by_args = [t for t in doc["tests"] if t.endswith("test_the_arguments_do_not_name_it")][0]
+    assert doc["tests"][by_source]["catches"], doc["tests"][by_source]
+    alarms = [a for a in doc["false_alarms"] if a["test"] == by_source]
+    assert alarms and all(a["implementation"].startswith("canary-") for a in alarms)
+    assert len(alarms) == doc["summary"]["canaries"] == doc["summary"]["canaries_failed"] > 0
+    assert doc["tests"][by_args]["catches"] == [] and doc["tests"][by_args]["false_alarms"] == 0
+    assert "canary is the reference dressed as a bug" in attnzoo(
+        "grade", str(SUITES / "judges_by_name.py")).stdout

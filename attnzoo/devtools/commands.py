@@ -160,7 +160,7 @@ def cmd_docs(args):
         written += grade_page.write(root=root)
     else:
         written += grade_page.write(grade_page.run_grade(
-            progress=lambda row, *_: print(f"  grade: {row.label}", file=sys.stderr, flush=True)),
+            progress=lambda label, *_: print(f"  grade: {label}", file=sys.stderr, flush=True)),
             root=root)
     written += bench_page.write(root)
     for path in written:

@@ -26,8 +26,8 @@ def main(args):
     shared = Options.build(backend=args.backend, timeout=args.timeout)  # a test is one call
     shown = Progress(calls=False)  # in place on a terminal, a line per row elsewhere
 
-    def progress(row, done, total):
-        shown.detector(done, total, f"{row.label} graded")
+    def progress(label, done, total):
+        shown.detector(done, total, f"{label} graded")
 
     try:
         doc = model.grade(Suite(args.path), shared.backend, args.jobs, shared.timeout, progress,

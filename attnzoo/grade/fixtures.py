@@ -1,16 +1,20 @@
 """The pytest plugin inside each grading process: injects the fixtures, records every outcome.
 
 ``attnzoo grade`` starts one pytest per implementation with ``-p attnzoo.grade.fixtures`` and
-``--attnzoo-grade=JSON`` (locator, contract, backend, record path). This plugin gives the user's
-tests ``attention`` (the lesson contract: an object with ``causal_mask``, ``softmax``,
-``attention`` and ``causal_self_attention``) and ``sdpa`` (a callable with
-``F.scaled_dot_product_attention``'s signature), each a fresh instance per test so that no test
-sees another's state, and writes one JSON line per event to the record file, flushed at once:
-``start`` before a test runs and ``done`` with its outcome after, so a process that dies or
-hangs in a test leaves the name of that test behind. Nothing but these JSON lines goes back.
+``--attnzoo-grade=PATH``, a file with the spec (locator, contract, backend, record path, whether
+it is a canary: :mod:`attnzoo.grade.canary`) read and deleted before the suite's conftest files
+load, so no test learns from the arguments or that file which implementation it was given.
+This plugin gives the user's tests ``attention`` (the lesson contract: an object with
+``causal_mask``, ``softmax``, ``attention`` and ``causal_self_attention``) and ``sdpa`` (a
+callable with ``F.scaled_dot_product_attention``'s signature), each a fresh instance per test so
+that no test sees another's state, and writes one JSON line per event to the record file,
+flushed at once: ``start`` before a test runs and ``done`` with its outcome after, so a process
+that dies or hangs in a test leaves the name of that test behind. Nothing but these JSON lines
+goes back.
 """
 
 import json
+import os
 
 import pytest
 
@@ -23,10 +27,22 @@ def pytest_addoption(parser):
     parser.addoption(OPTION, default=None, help="(internal to attnzoo grade) what to inject")
 
 
+_SPEC = []  # the spec, once read
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config, parser, args):
+    """Read the spec and delete its file, before any conftest of the suite is imported."""
+    path = early_config.known_args_namespace.attnzoo_grade
+    if path and not _SPEC:
+        with open(path, encoding="utf-8") as f:
+            _SPEC.append(json.load(f))
+        os.unlink(path)
+
+
 def pytest_configure(config):
-    raw = config.getoption("attnzoo_grade")
-    if raw:
-        config.pluginmanager.register(Recorder(json.loads(raw)), "attnzoo-grade-recorder")
+    if _SPEC:
+        config.pluginmanager.register(Recorder(_SPEC[0]), "attnzoo-grade-recorder")
 
 
 class Recorder:
@@ -80,12 +96,15 @@ class Recorder:
     # -- the fixtures' implementation -------------------------------------------------------------
 
     def fresh(self):
-        """A new instance of the implementation: modules as they are, objects rebuilt."""
+        """A new instance of the implementation: modules as they are, objects rebuilt; for a
+        canary, the reference dressed as it."""
+        from attnzoo.grade.canary import dressed
         from attnzoo.sandbox.target import load, renewed
 
         if self.implementation is None:
             self.implementation = load(self.spec["locator"])
-        return renewed(self.implementation)
+        fresh = renewed(self.implementation)
+        return dressed(fresh) if self.spec.get("canary") else fresh
 
 
 def _recorder(request):

@@ -10,6 +10,7 @@ contract's fixture) is not counted there. The JSON form (``attnzoo grade --json`
 import itertools
 from concurrent.futures import ThreadPoolExecutor
 
+from attnzoo.grade import canary
 from attnzoo.grade import run as runner
 from attnzoo.inert import inert
 
@@ -46,8 +47,8 @@ def grade(suite, backend="numpy", jobs=2, test_seconds=runner.TEST_SECONDS, prog
     """Collect the suite, run it on every row in a pool of processes; the grade as a dict.
 
     ``select`` keeps only the rows it accepts (tests grade against a few); ``shown_as`` is the
-    path as the user wrote it, for the report; ``progress(row, done, total)`` is told of each
-    row as it finishes.
+    path as the user wrote it, for the report; ``progress(label, done, total)`` is told of each
+    run (a row, or a canary) as it finishes.
     """
     collected = runner.collect(suite)
     tests = {t: f for t, f in collected.items() if f}
@@ -58,28 +59,33 @@ def grade(suite, backend="numpy", jobs=2, test_seconds=runner.TEST_SECONDS, prog
             + ": take the implementation under test as a fixture argument")
     contracts = sorted({"sdpa" if "sdpa" in f else "lesson" for f in tests.values()})
     rows = [r for r in implementations(contracts, backend) if select is None or select(r)]
+    runs = [(r, False) for r in rows] + [(r, True) for r in canary.chosen(rows)]
     finished = itertools.count(1)  # next() is atomic under the GIL: rows finish in threads
 
-    def one(row):
+    def one(run):
+        row, dressed = run
         spec = {"locator": row.locator, "contract": "sdpa" if row.backend == "sdpa" else "lesson",
-                "backend": row.backend}
+                "backend": row.backend, "canary": dressed}
         outcomes = runner.run(suite, spec, list(tests), test_seconds)
         if progress:
-            progress(row, next(finished), len(rows))
+            progress(f"canary-{row.label}" if dressed else row.label, next(finished), len(runs))
         return row, outcomes
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        results = list(pool.map(one, rows))
-    return build(shown_as or str(suite.path), backend, tests, results)
+        results = list(pool.map(one, runs))
+    return build(shown_as or str(suite.path), backend, tests, results[:len(rows)],
+                 results[len(rows):])
 
 
-def build(path, backend, tests, results):
-    """The grade document from the outcomes of every (row, test). Test ids and fixture names
-    come from the suite's own process: the document holds them inert."""
+def build(path, backend, tests, results, canaries=()):
+    """The grade document from the outcomes of every (row, test), and of the canaries
+    (:mod:`attnzoo.grade.canary`): a test failing on one is a false alarm. Test ids and fixture
+    names come from the suite's own process: the document holds them inert."""
     import zoo
 
     tests = {inert(t): tuple(inert(f) for f in fixtures) for t, fixtures in tests.items()}
     results = [(row, {inert(t): o for t, o in outcomes.items()}) for row, outcomes in results]
+    canaries = [(row, {inert(t): o for t, o in outcomes.items()}) for row, outcomes in canaries]
     names = list(tests)
     meta = {e.id: e.meta for e in zoo.BUGS}
     doc_rows, false_alarms = [], []
@@ -94,6 +100,12 @@ def build(path, backend, tests, results):
             if cells[t] == "false":
                 false_alarms.append({"test": t, "implementation": row.label,
                                      **outcomes[t].to_json()})
+    for row, outcomes in canaries:  # the reference dressed as the bug: correct, so never caught
+        for t in names:
+            if outcomes.get(t) is not None and outcomes[t].outcome != "skipped" \
+                    and outcomes[t].caught:
+                false_alarms.append({"test": t, "implementation": f"canary-{row.label}",
+                                     "canary": row.id, **outcomes[t].to_json()})
     bug_rows = [r for r in doc_rows if r["kind"] == "bug"]
     catches = {t: sorted({r["id"] for r in bug_rows if r["cells"][t]["cell"] in ("hit", "crash")})
                for t in names}
@@ -129,7 +141,10 @@ def build(path, backend, tests, results):
                     "bug_rows": len(bug_rows),
                     "caught_rows": sum(1 for r in bug_rows if any(
                         c["cell"] in ("hit", "crash") for c in r["cells"].values())),
-                    "false_alarms": len(false_alarms)},
+                    "false_alarms": len(false_alarms),
+                    "canaries": len(canaries),
+                    "canaries_failed": len({f["implementation"] for f in false_alarms
+                                            if f.get("canary")})},
     }
 
 
@@ -149,6 +164,9 @@ def hide(doc):
             hidden.append(dict(r, id=alias[r["id"]], row=f"{alias[r['id']]}-{r['backend']}"))
         else:
             out["rows"].append(r)
+    out["false_alarms"] = [dict(a, implementation=f"canary-{alias[a['canary']]}",
+                                canary=alias[a["canary"]]) if a.get("canary") in alias else a
+                           for a in doc["false_alarms"]]
     for r in hidden:  # at the end of their category: the sort order must not hint at the name
         last = max((i for i, o in enumerate(out["rows"])
                     if o["kind"] == "bug" and o["category"] == r["category"]), default=None)

@@ -52,6 +52,10 @@ def false_alarm_lines(doc, name):
         return ["false alarms: none: every test passes on the reference and every decoy", ""]
     out = [f"FALSE ALARMS ({len(alarms)}): a correct implementation fails these tests; "
            "fix them first"]
+    if any(a.get("canary") for a in alarms):
+        out.append("  (a canary is the reference dressed as a bug: its class, module, file and "
+                   "method source are the bug's, its answers correct; a test failing on it "
+                   "judged the implementation by what it is called, not by what it returns)")
     for a in alarms:
         how = a["outcome"] + (f" ({a['exception']})" if a["exception"] else "")
         out.append(f"  {GLYPHS['false'][0]} {name[a['test']]} on {a['implementation']}: {how}")

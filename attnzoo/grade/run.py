@@ -74,11 +74,15 @@ class Suite:
         self.root = self.path if self.path.is_dir() else self.path.parent
 
     def command(self, spec, args):
+        """The pytest command line; the spec goes in a file the run reads and deletes before
+        any code of the suite runs, so no test can learn from its arguments what it was given."""
         ini = Path(spec["record"]).with_suffix(".ini")
         ini.write_text("[pytest]\n", encoding="utf-8")
+        given = Path(spec["record"]).with_suffix(".spec")
+        given.write_text(json.dumps(spec), encoding="utf-8")
         return [sys.executable, "-m", "pytest", "-c", str(ini), f"--rootdir={self.root}",
                 f"--confcutdir={self.root}", "-p", "no:cacheprovider", "-p",
-                "attnzoo.grade.fixtures", f"--attnzoo-grade={json.dumps(spec)}", "-q",
+                "attnzoo.grade.fixtures", f"--attnzoo-grade={given}", "-q",
                 "--tb=short", "-o", "console_output_style=classic", *args]
 
     def env(self):

@@ -50,10 +50,11 @@ class Server:
     def __init__(self):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "attnzoo.sandbox.zygote", str(theirs.fileno()), *PRELOAD],
+            [sys.executable, "-m", "attnzoo.sandbox.zygote", str(theirs.fileno())],
             pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
         theirs.close()
+        ours.send(json.dumps(PRELOAD).encode())  # not in its arguments: its children show them
         self.sock, self.codes, self.forked = ours, {}, []
         self.alive, self.mutex = True, threading.Lock()
 
@@ -202,13 +203,13 @@ def server_pid():
 # -- the server ----------------------------------------------------------------------------
 
 
-def serve(fd, modules):
+def serve(fd):
     lifeline.die_with_parent()
     lifeline.dumpable(False)  # no worker can ptrace the server (its children undo this)
     lifeline.subreaper()  # a child's orphans come here when it ends, and are killed
     sock = socket.socket(fileno=fd)
     forked = set()  # the children it forked (the rest of its children are adopted orphans)
-    for name in modules:
+    for name in json.loads(sock.recv(1 << 16) or b"[]"):  # the modules to import first
         __import__(name)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
@@ -292,4 +293,4 @@ def _heard(word):
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]), sys.argv[2:])
+    serve(int(sys.argv[1]))
