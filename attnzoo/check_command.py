@@ -37,6 +37,8 @@ def add_options(p):
                    default=Options.mask_convention, help=h["mask_convention"])
     p.add_argument("--causal-alignment", choices=options.CAUSAL_ALIGNMENTS,
                    default=Options.causal_alignment, help=h["causal_alignment"])
+    p.add_argument("--empty-rows", choices=options.EMPTY_ROWS, default=Options.empty_rows,
+                   help=h["empty_rows"])
     p.add_argument("--unsupported", default="", metavar="CAPABILITIES", help=h["unsupported"])
     p.add_argument("--refuses", action="append", default=[], metavar="MESSAGE",
                    help=h["refuses"])
@@ -52,9 +54,8 @@ def add_options(p):
 
 def main(args):
     """Run the check ``args`` describe; print the report; its exit code."""
-    from attnzoo.check import run_check
-    from attnzoo.report import text
-    from attnzoo.sandbox.session import isolation_words
+    from attnzoo.checking import run_check
+    from attnzoo.report import check_text
 
     options = Options.from_args(args)
     sections, detectors, document, code = run_check(args.target, options)
@@ -70,10 +71,5 @@ def main(args):
     if args.json:
         out = json.dumps(document, indent=1, ensure_ascii=False)
     else:
-        out = isolation_words(options) + "\n" + "\n\n".join(
-            text(s, detectors, args.verbose) for s in sections)
-        if args.expect is not None:
-            lines = document["expectations"]["lines"]
-            out += f"\nexpectations from {args.expect}:\n" + (
-                "\n".join("  " + ln for ln in lines) or "  none of them applies here")
+        out = check_text(sections, detectors, options, document, args.verbose)
     return deliver(out, code)

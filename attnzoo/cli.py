@@ -215,7 +215,7 @@ def cmd_detectors(args):
 
 def cmd_gpu(args):
     from attnzoo import gpu
-    from attnzoo.check import check_seed
+    from attnzoo.checking import check_seed
 
     check_seed(args.seed)
     return gpu.run(args.device, args.output, args.markdown, args.seed, args.depth)

@@ -31,6 +31,9 @@ DEADLINES = {"quick": 600.0, "standard": 1800.0, "deep": 7200.0}
 BACKENDS = ("numpy", "torch")  # what a lesson-style module's functions take
 MASK_CONVENTIONS = ("keep", "drop")  # of a bool mask: True may attend, or True is masked
 CAUSAL_ALIGNMENTS = ("top-left", "bottom-right")  # of is_causal when L != S
+# what a query row with no allowed key gives: zero weights and output (C5, PyTorch's since 2.5),
+# or weight 1/S on every key and the mean of the values (a large negative fill: JAX, keras)
+EMPTY_ROWS = ("zero", "uniform")
 ISOLATIONS = ("strict", "process")  # attnzoo.sandbox.confine's levels
 MEMORY_LIMIT = 8 << 30  # --memory-limit: what one worker may allocate
 SCRATCH_LIMIT = 1 << 30  # --scratch-limit: what it may write into its scratch directory
@@ -43,6 +46,10 @@ HELP = {
     "that)",
     "mask_convention": "bool mask: keep = True may attend (default); drop = True is masked",
     "causal_alignment": "how is_causal aligns when L != S (default top-left)",
+    "empty_rows": "what a query row with no allowed key gives: zero = zero weights and a zero "
+    "output row (default, PyTorch's since 2.5); uniform = weight 1/S on each of the S keys and "
+    "the mean of the values (a large negative fill, as JAX and keras); a callable may declare "
+    "ATTNZOO_EMPTY_ROWS instead",
     "unsupported": "what the target does not support, comma-separated from the fixed "
     "vocabulary (attnzoo check --unsupported help lists it): those cases are unsupported, "
     "never scored; a module may declare ATTNZOO_UNSUPPORTED instead",
@@ -90,6 +97,7 @@ class Options:
     backend: str | None = None  # None: inferred from a lesson module, numpy failing that
     mask_convention: str = "keep"
     causal_alignment: str = "top-left"
+    empty_rows: str = "zero"  # what a row with no allowed key gives (EMPTY_ROWS)
     unsupported: tuple = ()  # declared capabilities (detectors.kit.capabilities.VOCABULARY)
     refuses: tuple = ()  # messages with which the target refuses a call it does not support
     device: str = "cpu"
@@ -161,6 +169,7 @@ def check_choices(options):
                                     MASK_CONVENTIONS),
                                    ("--causal-alignment", options.causal_alignment,
                                     CAUSAL_ALIGNMENTS),
+                                   ("--empty-rows", options.empty_rows, EMPTY_ROWS),
                                    ("--dtype", options.dtype, FLOAT_DTYPES + (None,)),
                                    ("--depth", options.depth, DEPTHS)):
         if value not in allowed:

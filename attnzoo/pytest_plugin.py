@@ -27,8 +27,9 @@ from attnzoo.options import BadInput, Options
 
 ENDING = (signal.SIGTERM, signal.SIGHUP)  # pytest's own SIGINT handling is left alone
 # the fields of attnzoo.options.Options the plugin takes, each as --attnzoo-<name with dashes>
-SHARED = ("backend", "depth", "dtype", "device", "mask_convention", "causal_alignment", "seed",
-          "timeout", "only", "expect", "isolation", "memory_limit", "scratch_limit")
+SHARED = ("backend", "depth", "dtype", "device", "mask_convention", "causal_alignment",
+          "empty_rows", "seed", "timeout", "only", "expect", "isolation", "memory_limit",
+          "scratch_limit")
 
 
 def pytest_addoption(parser):
@@ -49,6 +50,8 @@ def pytest_addoption(parser):
                 default=Options.mask_convention, help=h["mask_convention"])
     g.addoption("--attnzoo-causal-alignment", choices=options.CAUSAL_ALIGNMENTS,
                 default=Options.causal_alignment, help=h["causal_alignment"])
+    g.addoption("--attnzoo-empty-rows", choices=options.EMPTY_ROWS, default=Options.empty_rows,
+                help=h["empty_rows"])
     g.addoption("--attnzoo-seed", type=int, default=Options.seed, help=h["seed"])
     # given, so that the first call of each function gets it too: the plugin has no --warmup
     g.addoption("--attnzoo-timeout", type=float, default=options.CALL_SECONDS,
@@ -82,7 +85,7 @@ class Conformance:
 
     def __init__(self, config):
         from attnzoo import expectations
-        from attnzoo.check import choose_detectors
+        from attnzoo.checking import choose_detectors
         from detectors import by_name
 
         self.config = config
@@ -196,7 +199,7 @@ class Conformance:
 
 def resolve(executor, locator, options):
     """The implementations a locator names, with the conventions the options declare."""
-    from attnzoo.check import targets
+    from attnzoo.checking import targets
     from attnzoo.sandbox.target import BadTarget
 
     try:

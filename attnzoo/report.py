@@ -8,6 +8,7 @@ from attnzoo.diagnosis import known
 from attnzoo.inert import inert
 from attnzoo.vocabulary import VERDICTS
 from detectors.kit.capabilities import layout, limits
+from detectors.kit.conventions import declared as convention
 from detectors.kit.verdict import (
     CAUGHT,
     CRASHED,
@@ -55,7 +56,8 @@ def summarise(findings, not_run=()):
 
 def describe_target(target, dtype, seed, manifest=None):
     """The target as the report names it; ``unsupported`` are the declared limits, from the
-    command line and from ``ATTNZOO_UNSUPPORTED`` beside the callable."""
+    command line and from ``ATTNZOO_UNSUPPORTED`` beside the callable; ``empty_rows`` the
+    convention judged (detectors.kit.conventions.declared)."""
     declared = set(target.unsupported) | set(getattr(manifest, "unsupported", ()) or ())
     refuses = tuple(target.refuses) + tuple(getattr(manifest, "refuses", ()) or ())
     return {
@@ -65,6 +67,7 @@ def describe_target(target, dtype, seed, manifest=None):
         "backend": target.backend,
         "mask_convention": target.mask_convention,
         "causal_alignment": target.causal_alignment,
+        "empty_rows": convention(target, manifest),
         "device": target.device,
         "dtype": dtype,
         "seed": seed,
@@ -74,13 +77,28 @@ def describe_target(target, dtype, seed, manifest=None):
     }
 
 
+def check_text(sections, detectors, options, document, verbose=False):
+    """What ``attnzoo check`` prints without --json (stdout, no final newline): the isolation
+    line, each implementation's report, and the expectations' lines when a file was given."""
+    from attnzoo.sandbox.session import isolation_words
+
+    out = isolation_words(options) + "\n" + "\n\n".join(
+        text(s, detectors, verbose) for s in sections)
+    if options.expect is not None:
+        lines = document["expectations"]["lines"]
+        out += f"\nexpectations from {options.expect}:\n" + (
+            "\n".join("  " + ln for ln in lines) or "  none of them applies here")
+    return out
+
+
 def text(section, detectors, verbose=False):
     """Human report for one implementation: ``section`` has target, findings, summary."""
     t = section["target"]
     lines = [
         f"{t['name']}: {t['contract']} contract, {t['backend']} backend, "
         f"mask convention {t['mask_convention']}, causal alignment {t['causal_alignment']}, "
-        f"{t['dtype']}" + (f" on {t['device']}" if t["backend"] == "torch" else "")
+        + (f"empty rows {t['empty_rows']}, " if t.get("empty_rows", "zero") != "zero" else "")
+        + f"{t['dtype']}" + (f" on {t['device']}" if t["backend"] == "torch" else "")
         + f", seed {t['seed']}"
     ]
     if t.get("unsupported"):

@@ -4,13 +4,13 @@ Top-left (PyTorch): query i sees keys j <= i. Bottom-right (flash-attention >= 2
 with ``--causal-alignment bottom-right``): query i sees j <= i + S − L, so the last query sees
 every key — what decoding against a KV cache needs. The two agree when L == S, which is why
 square tests never tell them apart. Reads the weights through V = I and compares the set of
-keys each query row may see against the declaration.
+keys each query row may see against the declaration (a row that may see none: every key under
+a declared ``uniform`` convention, detectors.kit.conventions).
 """
 
 import numpy as np
 
 from detectors.kit import expect
-from detectors.kit.allowed import allowed
 from detectors.kit.needs import ATTENTION
 
 PROPERTY = "With is_causal and L ≠ S, each query row sees exactly the keys its declared alignment allows."
@@ -29,7 +29,7 @@ def check(subject, battery):
     for call in subject.cases(battery, lambda s: s.causal and "rectangular" in s.tags):
         with subject.trial(call):
             answer = subject.attend(call, weights=True)
-            keep = allowed(call, alignment)
+            keep = subject.seen(call)
             relation = f"is_causal with L={call.q.shape[-2]}, S={call.k.shape[-2]}"
             with subject.case(call.name, answer, relation=relation):
                 expect.same_shape(answer.weights, keep.shape, "weights")

@@ -13,7 +13,8 @@ dtype=q.dtype)``) is exact only up to that format's last exactly represented int
 bfloat16, 2048 in float16); past it neighbouring positions round together and a query sees the
 key after it. So a causal call whose keys run past such a limit is also run in that format, the
 first keys past the limit changed (their values by a whole :data:`FLOOD`, so that one leaked key
-of a few hundred shows).
+of a few hundred shows). A row with no allowed key reads every key under a declared ``uniform``
+convention (detectors.kit.conventions), and is not asked to stay put.
 """
 
 from dataclasses import replace
@@ -21,7 +22,6 @@ from dataclasses import replace
 import numpy as np
 
 from detectors.kit import expect
-from detectors.kit.allowed import allowed
 from detectors.kit.needs import ATTENTION, SELF_ATTENTION
 from detectors.kit.positions import probed
 from reference.space import EXACT_INTEGERS
@@ -77,10 +77,9 @@ def past_exact(subject, call):
 def keys_must_not_leak(subject, call, seed=0, dtype=None, keys=None, bump=BUMP):
     """Rows that may not see key j keep their output when key j's key and value change (by
     ``bump``), for each key j of ``keys`` (the probed positions by default), at ``dtype``."""
-    alignment = subject.target.causal_alignment
     base = subject.attend(call, dtype=dtype)
     atol = subject.allowance(call, subject.expected(call)[0], dtype)
-    keep = allowed(call, alignment)  # (..., L, S)
+    keep = subject.seen(call)  # (..., L, S): the keys each row reads
     with subject.case(call.name, base):
         expect.same_shape(base.out, keep.shape[:-1] + call.v.shape[-1:])
     for j in probed(call.k.shape[-2], seed, call.name) if keys is None else keys:

@@ -5,6 +5,8 @@ every input must equal the reference's autograd gradients, and ``torch.autograd.
 (finite differences in float64) must pass. A hand-written backward can be wrong while every
 forward test passes — a missing term of the softmax Jacobian, a missing scale, a transposed
 product — and a ``detach`` in the forward silently stops gradients from reaching Q and K.
+The reference gives a row with no allowed key zeros; under a declared ``uniform`` convention
+its gradients are those of the uniform row (detectors.kit.conventions).
 """
 
 import numpy as np
@@ -84,7 +86,8 @@ def check(subject, battery):
                 upstream = grid(rng, subject.expected(call)[0].shape)
                 answer = subject.attend(call, dtype=dtype, grad=upstream)
                 same = explicit(call, subject.target.causal_alignment)  # the reference is top-left
-                want, low = reference_grads(reference.attend, same, upstream, precision)
+                want, low = (subject.judge.gradients(call, g, upstream) for g in
+                             reference_grads(reference.attend, same, upstream, precision))
                 compare(subject, answer, want, call.name, low, precision)
         refused = gradcheck_refused(subject)
         for call in tiny_calls(subject, rng)[:GRADCHECKED.get(battery.depth)]:

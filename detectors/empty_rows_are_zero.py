@@ -4,6 +4,9 @@ Special inputs: padding masks close whole rows (seed 003, «Полностью �
 softmax over a row of −∞ is 0/0. The contract — PyTorch's since 2.5 — is a row of zeros. A large
 negative fill instead of −∞ hides the NaN but spreads the row's weight evenly over forbidden
 keys, so the output row is the mean of values nobody may see; this detector catches both.
+A target that declares that spread as its convention (``--empty-rows uniform``, as JAX and
+keras document their masks) is held to it instead: weight 1/S on every key and exactly the
+mean of the values (detectors.kit.conventions), never zeros, never NaN.
 """
 
 import numpy as np
@@ -12,10 +15,14 @@ from detectors.kit import expect
 from detectors.kit.allowed import empty_rows
 from detectors.kit.needs import ATTENTION
 
-PROPERTY = "Rows with no allowed key give all-zero weights and an all-zero output row; no NaN or inf anywhere."
+PROPERTY = ("Rows with no allowed key give the declared convention's row (zero by default: "
+            "all-zero weights and output); no NaN or inf anywhere.")
 CLAUSES = ("C5",)
 ORACLE = "special-input"
 NEEDS = ATTENTION
+RELATIONS = {"zero": "rows with no allowed key must be all zero",
+             "uniform": "rows with no allowed key must weigh every key 1/S and give the mean of "
+                        "the values (the declared uniform convention)"}
 
 
 def fully_masked(call):
@@ -40,9 +47,9 @@ def check(subject, battery):
                 expect.finite(answer.weights, "weights")
                 expect.same_shape(answer.out, out.shape, "out")
                 expect.same_shape(answer.weights, weights.shape, "weights")
-            rows = empty[..., None]
-            with subject.case(call.name, answer, relation="rows with no allowed key must be all zero"):
-                expect.close(np.where(rows, answer.weights, 0.0), np.zeros_like(weights),
+            rows = empty[..., None]  # the expected rows are the declared convention's
+            with subject.case(call.name, answer, relation=RELATIONS[subject.empty_rows]):
+                expect.close(np.where(rows, answer.weights, 0.0), np.where(rows, weights, 0.0),
                              subject.allowance(call, weights, what="weights"), "weights")
-                expect.close(np.where(rows, answer.out, 0.0), np.zeros_like(out),
+                expect.close(np.where(rows, answer.out, 0.0), np.where(rows, out, 0.0),
                              subject.allowance(call, out), "out")

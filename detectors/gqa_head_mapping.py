@@ -9,6 +9,7 @@ the implementation actually used, which tells ``repeat`` (h mod H_kv) from ``rep
 import numpy as np
 
 from detectors.kit import expect
+from detectors.kit.allowed import empty_rows
 from detectors.kit.needs import ATTENTION
 from reference import loop_oracle
 
@@ -35,7 +36,8 @@ def check(subject, battery):
                 if np.all(np.abs(got - want) <= atol):
                     continue
                 used = [j for j in range(H_kv) if j != h // g and
-                        np.all(np.abs(got - head_with(call, h, j, alignment)) <= atol)]
+                        np.all(np.abs(got - head_with(call, h, j, alignment,
+                                                      subject.empty_rows)) <= atol)]
                 actual = f"output matching key/value head {used[0]}" if used else \
                     "output matching no key/value head"
                 with subject.case(call.name, answer,
@@ -44,8 +46,9 @@ def check(subject, battery):
                                 (h,))
 
 
-def head_with(call, h, j, alignment):
-    """The oracle's output for query head h if it read key/value head j."""
+def head_with(call, h, j, alignment, convention="zero"):
+    """The oracle's output for query head h if it read key/value head j (its rows with no
+    allowed key as ``convention`` has them)."""
     pick = lambda a, i: None if a is None or a.shape[-3] == 1 else a[..., i:i + 1, :, :]  # noqa: E731
     mask = call.mask if call.mask is None or call.mask.ndim < 3 else (
         pick(call.mask, h) if call.mask.shape[-3] > 1 else call.mask)
@@ -54,4 +57,8 @@ def head_with(call, h, j, alignment):
     out, _ = loop_oracle.attend(call.q[..., h:h + 1, :, :], call.k[..., j:j + 1, :, :],
                                 call.v[..., j:j + 1, :, :], mask=mask, bias=bias,
                                 scale=call.scale, causal=alignment if call.causal else None)
-    return out[..., 0, :, :]
+    out = out[..., 0, :, :]  # (..., L, Ev)
+    if convention != "uniform":
+        return out
+    empty = empty_rows(call, alignment)[..., h, :, None]  # (..., L, 1): query head h's empty rows
+    return np.where(empty, call.v[..., j, :, :].mean(axis=-2, keepdims=True), out)

@@ -3,7 +3,9 @@
 A poisoning oracle. Padding positions carry whatever the embedding of a pad token is — in real
 batches, garbage. Keys that every query is forbidden from are set to enormous finite values
 (their values too): a mask applied with −∞ ignores them, a large negative fill (−1e9 added to
-a score of 1e12) or a mask applied to the weights after the fact lets them through.
+a score of 1e12) or a mask applied to the weights after the fact lets them through. Under a
+declared ``uniform`` convention a row with no allowed key reads every key, so no key of its
+batch item and head is dead (detectors.kit.conventions).
 """
 
 import numpy as np
@@ -31,22 +33,26 @@ def last_key_forbidden(call):
     return call.with_(bias=bias, name=call.name + " (last key masked)")
 
 
+def dead(subject, call):
+    """The keys no row reads under the declared convention, shaped like K's (..., S)."""
+    return dead_keys(call, subject.target.causal_alignment, subject.seen(call))
+
+
 def check(subject, battery):
-    alignment = subject.target.causal_alignment
     masked = [c for c in subject.cases(battery) if c.mask is not None or c.bias is not None]
-    cases = [c for c in masked if dead_keys(c, alignment).any()]
+    cases = [c for c in masked if dead(subject, c).any()]
     cases += [last_key_forbidden(c) for c in masked if not c.causal and
               (c.mask if c.mask is not None else c.bias).shape[-1] == c.k.shape[-2]]
     for call in cases:
         with subject.trial(call):
-            dead = dead_keys(call, alignment)  # (..., S) shaped like K's leading dims
-            if not dead.any():
+            unread = dead(subject, call)  # (..., S) shaped like K's leading dims
+            if not unread.any():
                 continue
             base, atol = subject.baseline(call)
             k, v = call.k.copy(), call.v.copy()
             signs = np.where(np.arange(k.shape[-1]) % 2 == 0, 1.0, -1.0)  # some scores up, some down
-            k[dead] = POISON[subject.dtype] * signs
-            v[dead] = VALUE_POISON[subject.dtype]
+            k[unread] = POISON[subject.dtype] * signs
+            v[unread] = VALUE_POISON[subject.dtype]
             poisoned = subject.attend(call.with_(k=k, v=v))
             with subject.case(call.name, base, poisoned,
                               relation="keys and values no query may see were set to huge values"):

@@ -3,18 +3,18 @@
 An invariant: it needs no second implementation, only the definition of softmax. Weights are
 non-negative, a row sums to 1 (0 for a row with no allowed key) and a forbidden key gets exactly
 0 — not 1e-9, which is what a large negative fill leaves behind. Masking after softmax breaks
-the sum; a mask filled with 0 breaks the zeros.
+the sum; a mask filled with 0 breaks the zeros. Under a declared ``uniform`` convention a row
+with no allowed key reads every key (detectors.kit.conventions), so it sums to 1 as well.
 """
 
 import numpy as np
 
 from detectors.kit import expect
-from detectors.kit.allowed import allowed
 from detectors.kit.needs import ATTENTION, SOFTMAX
 
 PROPERTY = (
-    "Weights are non-negative, each row sums to 1 (0 when no key is allowed), "
-    "and every forbidden key gets exactly 0."
+    "Weights are non-negative, and each row sums to 1 with exactly 0 on every forbidden key, "
+    "except a row with no allowed key, which is the declared convention's (all 0 by default)."
 )
 CLAUSES = ("C2", "C3", "C5", "S1")
 ORACLE = "invariant"
@@ -40,7 +40,6 @@ def distribution(subject, answer, weights, keep, atol, case):
 
 
 def check(subject, battery):
-    alignment = subject.target.causal_alignment
     if subject.uses("softmax"):
         for call in battery.softmax:
             with subject.trial(call):
@@ -52,7 +51,7 @@ def check(subject, battery):
         for call in subject.cases(battery):
             with subject.trial(call):
                 answer = subject.attend(call, weights=True)
-                keep = allowed(call, alignment)
+                keep = subject.seen(call)  # the keys each row reads
                 want = subject.expected(call)[1]
                 distribution(subject, answer, answer.weights, keep,
                              subject.allowance(call, want, what="weights"), call.name)

@@ -18,7 +18,10 @@ C4  ``causal_self_attention(X, W_q, W_k, W_v)`` returns
     ``attention(X W_q, X W_k, X W_v, causal_mask(T))`` for X of shape ``(T, d_model)`` or
     ``(B, T, d_model)``.
 C5  A query row with no allowed key gets all-zero weights and an all-zero output row, never
-    NaN (what ``torch.nn.functional.scaled_dot_product_attention`` returns since 2.5).
+    NaN (what ``torch.nn.functional.scaled_dot_product_attention`` returns since 2.5). A target
+    may declare the other convention libraries document instead (``--empty-rows uniform``, as
+    JAX and keras mask with a large negative fill: weight 1/S on each of the S keys, the mean of
+    the values) and is then judged by it (``detectors.kit.conventions``); never NaN.
 C6  The output dtype follows the input dtype. At float32, float16 and bfloat16 the error
     against exact (float64) attention is at most a small multiple of this reference's own
     error at that precision.

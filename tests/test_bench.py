@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from attnzoo.check import BadInput
+from attnzoo.checking import BadInput
 from attnzoo.devtools import against
 
 
@@ -67,7 +67,7 @@ def test_an_unknown_commit_is_bad_input(history):
 def test_the_flagged_target_is_flagged_past_its_first_key_tile():
     """``bench --flagged`` compares a flagged check with a clean one: its target must be
     flagged where keys pass one tile of 64 (standard), and exact within one tile (quick)."""
-    from attnzoo.check import run_check
+    from attnzoo.checking import run_check
     from attnzoo.devtools.bench import ROOT
     from attnzoo.devtools.flagged import FLAGGED
     from attnzoo.options import Options

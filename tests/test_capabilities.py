@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 
-from attnzoo.check import BadInput, run_check
+from attnzoo.checking import BadInput, run_check
 from attnzoo.options import Options
 from detectors.kit.capabilities import parse
 

@@ -48,7 +48,7 @@ TIMEOUT = 180  # seconds: a generous ceiling for any one command; most take 1 to
 VERDICTS = {"killed", "nan", "crashed", "hung", "survived", "n/a", "unsupported", "error"}
 FLAGGED = {"killed", "nan", "crashed", "hung"}
 TARGET_KEYS = {"name", "locator", "contract", "backend", "mask_convention", "causal_alignment",
-               "device", "dtype", "seed", "unsupported", "refuses", "layout"}
+               "empty_rows", "device", "dtype", "seed", "unsupported", "refuses", "layout"}
 SUMMARY_KEYS = {"detectors", "passed", "flagged", "killed", "nan", "crashed", "hung",
                 "not_applicable", "unsupported", "cases_unsupported", "errors", "not_run",
                 "conformant", "seconds", "impl_seconds", "calls"}
@@ -601,9 +601,11 @@ def test_flagged_snippets_reproduce_the_call():
             continue  # same snippet code path as numpy, plus "import torch": one less subprocess
         f = next(f for f in impl["findings"] if f["verdict"] == "killed")
         snippet = f["evidence"]["snippet"]
-        assert f"load({impl['target']['locator']!r})" in snippet
-        r = subprocess.run([PYTHON, "-c", snippet], cwd=REPO, capture_output=True, text=True,
-                           timeout=120, check=False)
+        path = str(REPO / impl["target"]["locator"].split(":")[0])
+        assert f"spec_from_file_location('no_scaling', {path!r})" in snippet
+        assert "attnzoo" not in snippet, snippet  # runs wherever the target imports
+        r = subprocess.run([PYTHON, "-c", snippet], cwd=REPO.parent, capture_output=True,
+                           text=True, timeout=120, check=False)
         assert r.returncode == 0, f"{impl['target']['name']}: {r.stderr[-2000:]}"
         seen.add(impl["target"]["contract"])
     assert seen == {"lesson", "sdpa"}

@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 
-from attnzoo.check import run_check
+from attnzoo.checking import run_check
 from attnzoo.diagnosis import features
 from attnzoo.diagnosis.group import UNEXPLAINED, diagnose
 from attnzoo.options import Options

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnzoo.check import run_check
+from attnzoo.checking import run_check
 from attnzoo.options import Options
 from attnzoo.runner import run
 from attnzoo.sandbox.executor import InProcess

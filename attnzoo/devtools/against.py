@@ -19,7 +19,7 @@ import tomllib
 from contextlib import contextmanager
 from pathlib import Path
 
-from attnzoo.check import BadInput
+from attnzoo.checking import BadInput
 from attnzoo.devtools import bench
 
 

@@ -10,7 +10,7 @@ import os
 import sys
 import time
 
-from attnzoo.check import BadInput
+from attnzoo.checking import BadInput
 from detectors.kit.depths import DEPTHS
 
 

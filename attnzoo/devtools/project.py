@@ -7,7 +7,7 @@ install (``pip install .``) finds it from the current folder, or says where to r
 
 from pathlib import Path
 
-from attnzoo.check import BadInput
+from attnzoo.checking import BadInput
 
 
 def is_checkout(folder):

@@ -7,7 +7,7 @@ import sys
 import time
 
 from attnzoo import catalogue
-from attnzoo.check import BadInput, check_device, check_seed
+from attnzoo.checking import BadInput, check_device, check_seed
 from attnzoo.matrix import model, render
 
 

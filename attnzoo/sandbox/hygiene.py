@@ -39,7 +39,7 @@ HEAD = TAIL = 64 * 1024  # bytes of the implementation's output kept at each end
 # and these modules
 PARENT_PACKAGES = ("detectors", "reference", "attnzoo.diagnosis")
 PARENT_MODULES = ("numpy", "numpy.random", "torch", "attnzoo.runner", "attnzoo.report",
-                  "attnzoo.shrink", "attnzoo.expectations", "attnzoo.check")
+                  "attnzoo.shrink", "attnzoo.expectations", "attnzoo.checking")
 # where a program looks for a home, a cache or a bus other than HOME: left out, so that it
 # falls back on HOME, the scratch
 ENV_DROPPED = ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",

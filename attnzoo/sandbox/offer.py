@@ -3,10 +3,10 @@
 
 :func:`facts` (the implementation's process) only reads: which lesson functions exist and are
 callable, each signature's parameters (name, kind, whether it has a default) and its text, and
-the raw ``ATTNZOO_UNSUPPORTED``/``ATTNZOO_REFUSES`` values. :func:`decide` (the parent) checks
-that plain data and makes every decision — whether a signature binds the contract, which SDPA
-keywords are accepted, whether a declaration is valid — so a target that patches ``inspect``
-in its own process cannot decide what it is tested on.
+the raw ``ATTNZOO_UNSUPPORTED``/``ATTNZOO_REFUSES``/``ATTNZOO_EMPTY_ROWS`` values.
+:func:`decide` (the parent) checks that plain data and makes every decision — whether a
+signature binds the contract, which SDPA keywords are accepted, whether a declaration is valid
+— so a target that patches ``inspect`` in its own process cannot decide what it is tested on.
 """
 
 import inspect
@@ -23,7 +23,8 @@ from attnzoo.sandbox.target import (
 )
 from detectors.kit.capabilities import VOCABULARY, unknown
 
-DECLARATIONS = ("ATTNZOO_UNSUPPORTED", "ATTNZOO_REFUSES")
+DECLARATIONS = ("ATTNZOO_UNSUPPORTED", "ATTNZOO_REFUSES", "ATTNZOO_EMPTY_ROWS")
+EMPTY_ROWS = ("zero", "uniform")  # attnzoo.options.EMPTY_ROWS: the conventions one may declare
 TEXT = 200  # characters of a signature's text kept for messages
 P = inspect.Parameter
 KINDS = (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD, P.VAR_POSITIONAL, P.KEYWORD_ONLY,
@@ -112,10 +113,10 @@ def _sdpa(data, target):
     f = _entry(data.get("sdpa"))
     if not f["callable"]:
         raise BadTarget(f"{target.locator} is not callable: name a function as file.py:func")
-    unsupported, refuses = _declared(data.get("declared"), target)
+    unsupported, refuses, empty_rows = _declared(data.get("declared"), target)
     sig = _signature(f)
     if sig is None:
-        return Manifest({"sdpa": None}, SDPA_KEYWORDS, unsupported, refuses)
+        return Manifest({"sdpa": None}, SDPA_KEYWORDS, unsupported, refuses, empty_rows)
     if not _binds(sig, 3):
         raise BadTarget(
             f"{target.locator}{inert(f['text'])} cannot be called as {SDPA_SIGNATURE}: fix its "
@@ -123,7 +124,7 @@ def _sdpa(data, target):
         )
     var_kw = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
     accepted = tuple(k for k in SDPA_KEYWORDS if var_kw or k in sig.parameters)
-    return Manifest({"sdpa": None}, accepted, unsupported, refuses)
+    return Manifest({"sdpa": None}, accepted, unsupported, refuses, empty_rows)
 
 
 def _declared(declared, target):
@@ -135,16 +136,30 @@ def _declared(declared, target):
         if not isinstance(value, dict):
             raise Malformed(f"{name} is not described")
         strings = value.get("strings")
-        if "invalid" in value or not (isinstance(strings, list)
-                                      and all(isinstance(v, str) for v in strings)):
+        listed = "invalid" not in value and isinstance(strings, list) \
+            and all(isinstance(v, str) for v in strings)
+        if name == "ATTNZOO_EMPTY_ROWS":
+            out.append(_empty_rows(strings if listed else None, value.get("single"), target))
+        elif not listed:
             raise BadTarget(f"{target.locator}: {name} must be a tuple of strings")
-        out.append(tuple(sorted(strings)) if name == "ATTNZOO_UNSUPPORTED"
-                   else tuple(inert(v) for v in strings))  # refusals are shown in the report
+        else:
+            out.append(tuple(sorted(strings)) if name == "ATTNZOO_UNSUPPORTED"
+                       else tuple(inert(v) for v in strings))  # refusals are shown in the report
     bad = unknown(out[0])
     if bad is not None:
         raise BadTarget(f"{target.locator}: ATTNZOO_UNSUPPORTED names {inert(repr(bad))}, not a "
                         f"capability: use {', '.join(VOCABULARY)}")
     return tuple(out)
+
+
+def _empty_rows(strings, single, target):
+    """ATTNZOO_EMPTY_ROWS: one convention, as a string; None where the module declares none."""
+    if strings == [] and single is False:  # absent: read as the empty tuple
+        return None
+    if single is not True or not strings or strings[0] not in EMPTY_ROWS:
+        raise BadTarget(f"{target.locator}: ATTNZOO_EMPTY_ROWS must be one of "
+                        f"{', '.join(repr(c) for c in EMPTY_ROWS)} (a string)")
+    return strings[0]
 
 
 def _entry(f):

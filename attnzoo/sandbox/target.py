@@ -42,6 +42,7 @@ class Target:
     mask_convention: str = "keep"  # "keep": True = may attend; "drop": True = masked
     causal_alignment: str = "top-left"  # or "bottom-right"
     device: str = "cpu"
+    empty_rows: str = "zero"  # a row with no allowed key: "zero", or "uniform" (1/S, mean of V)
     unsupported: tuple = ()  # capabilities declared on the command line (--unsupported)
     refuses: tuple = ()  # messages of a run-time refusal, as the caller names them
 
@@ -62,6 +63,7 @@ class Manifest:
     keywords: tuple = ()  # SDPA keywords the callable accepts
     unsupported: tuple = ()  # ATTNZOO_UNSUPPORTED declared beside the callable
     refuses: tuple = ()  # ATTNZOO_REFUSES: messages with which it refuses a call
+    empty_rows: str | None = None  # ATTNZOO_EMPTY_ROWS declared beside the callable, if any
 
     def lacks(self, fn):
         return self.functions.get(fn, f"the target has no {fn}")

@@ -2,14 +2,16 @@
 
 A declaration is data: ``UNSUPPORTED`` (features from :data:`VOCABULARY`), ``DTYPES`` (what
 the library computes in), ``REFUSES`` (messages with which the library refuses a call it does
-not support). :func:`features` names the features a battery call uses, so the cases outside a
+not support), ``EMPTY_ROWS`` (what the library gives a query with no allowed key, a convention
+of :data:`attnzoo.options.EMPTY_ROWS` the detectors then judge it by, with where the library
+says or does so). :func:`features` names the features a battery call uses, so the cases outside a
 declaration can be set aside instead of being scored against the library.
 """
 
 import importlib.metadata
 from dataclasses import dataclass
 
-from attnzoo.options import CALL_SECONDS
+from attnzoo.options import CALL_SECONDS, EMPTY_ROWS
 from detectors.kit.capabilities import VOCABULARY, features  # noqa: F401 - re-exported
 
 
@@ -28,12 +30,20 @@ class Declaration:
     call_seconds: float = CALL_SECONDS  # time limit per call (compiling kernels need more)
     install: str = "pip install -e '.[survey]'"  # how to get the library, for the skip line
     docs: str = ""  # where the library documents the function
+    empty_rows: str = "zero"  # a query with no allowed key: zero, or uniform (1/S, mean of V)
+    empty_rows_docs: str = ""  # where the library documents (or its source does) that convention
 
     def __post_init__(self):
         unknown = set(self.unsupported) - set(VOCABULARY)
         if unknown:
             raise ValueError(f"{self.name}: unknown capability {sorted(unknown)[0]!r}; "
                              f"use one of {', '.join(VOCABULARY)}")
+        if self.empty_rows not in EMPTY_ROWS:
+            raise ValueError(f"{self.name}: empty_rows {self.empty_rows!r} is not one of "
+                             f"{', '.join(EMPTY_ROWS)}")
+        if self.empty_rows != "zero" and not self.empty_rows_docs:
+            raise ValueError(f"{self.name}: declares empty_rows {self.empty_rows!r} without "
+                             "empty_rows_docs, the link that says the library does so")
         if "float64" in self.unsupported and "float64" in self.dtypes:
             raise ValueError(f"{self.name}: declares float64 unsupported but lists it in dtypes")
 

@@ -5,7 +5,9 @@ process; a library that crashes or hangs takes only its worker down). Battery ca
 feature the declaration rules out are ``unsupported`` (the subject sets them aside; an E != Ev
 case goes as its zero-padded E == Ev twin), a run-time refusal is ``unsupported`` for its case
 only, and detectors whose whole subject is such a feature are not run; all are recorded, never
-scored.
+scored. Each implementation is judged by the convention its adapter declares for a query with
+no allowed key (``EMPTY_ROWS``: zero, or the uniform average a large negative fill gives), so a
+documented convention is not counted as a defect.
 """
 
 import platform
@@ -65,6 +67,7 @@ def implementation(module, decl, dtypes, seed):
         "locator": adapters.locator(module), "docs": decl.docs,
         "unsupported": sorted(decl.unsupported), "refuses": list(decl.refuses),
         "dtypes": list(decl.dtypes), "causal_alignment": decl.causal_alignment,
+        "empty_rows": decl.empty_rows, "empty_rows_docs": decl.empty_rows_docs,
         "runs": [], "skipped": None,
     }
     if row["version"] is None:
@@ -91,7 +94,7 @@ def run_one(module, decl, dtype, seed):
     skipped = {n for f in decl.unsupported for n in NEEDS.get(f, ())}
     chosen = [d for d in all_detectors() if d.NAME not in skipped]
     target = Target(decl.name, adapters.locator(module), "sdpa", "torch",
-                    causal_alignment=decl.causal_alignment,
+                    causal_alignment=decl.causal_alignment, empty_rows=decl.empty_rows,
                     unsupported=tuple(sorted(decl.unsupported)), refuses=tuple(decl.refuses))
     executor = Isolated(call_seconds=decl.call_seconds, load_seconds=120)
     try:

@@ -4,7 +4,9 @@ The markdown opens with one row per implementation and version, then each implem
 declared limits and its findings by root cause (``attnzoo.diagnosis``): one per feature the
 failing cases share, with the smallest reproducing call and its reproduction, so a finding can
 be filed upstream as it stands; the flagged detectors follow as detail. A run recorded before
-the diagnosis existed lists the flagged detectors with their reproductions, as it did.
+the diagnosis existed lists the flagged detectors with their reproductions, as it did. The
+convention each library declares for a query with no allowed key has a column of its own,
+apart from the flagged counts; a document recorded before conventions were declared has none.
 """
 
 import json
@@ -14,6 +16,8 @@ from attnzoo.survey.capabilities import VOCABULARY
 from detectors.kit.capabilities import LAYOUTS
 
 FLAGGED = ("killed", "nan", "crashed", "hung")
+EMPTY_ROWS = {"zero": "zero weights and a zero output row",
+              "uniform": "weight 1/S on each of the S keys, the output the mean of the values"}
 SNIPPET_LINES = 30  # longer reproductions stay in the JSON only
 
 
@@ -47,9 +51,16 @@ def cell(run):
     return text + (f" ({refused} refused)" if refused else "")
 
 
+def convention(row):
+    """The row's declared empty-row convention, linked to where the library says so."""
+    link = row.get("empty_rows_docs")
+    return f"[{row['empty_rows']}]({link})" if link else row["empty_rows"]
+
+
 def markdown(doc):
     rows = doc["implementations"]
     dtypes = sorted({r["dtype"] for row in rows for r in row["runs"]}, reverse=True)
+    conventions = any("empty_rows" in row for row in rows)  # recorded since they are declared
     out = [
         "# Survey: the detectors on the attention people use",
         "",
@@ -61,17 +72,26 @@ def markdown(doc):
         + (" A *refused* case is one the library refused at run time with such a message (or "
            "torch's \"No available kernel\"): it is set aside for that case only, and every "
            "detector runs the cases that remain." if any(refused_cases(r) for row in rows
-                                                         for r in row["runs"]) else ""),
+                                                         for r in row["runs"]) else "")
+        + (" *Empty rows* is what the library declares a query with no allowed key gives (zero: "
+           f"{EMPTY_ROWS['zero']}, as PyTorch since 2.5; uniform: {EMPTY_ROWS['uniform']}, as a "
+           "large negative fill gives), linked to where the library says or does so: the "
+           "detectors judge each library by its own convention, so it is a convention, not a "
+           "finding, and it is in none of the flagged counts." if conventions else ""),
         "",
-        "| implementation | version | declared unsupported | " + " | ".join(dtypes) + " |",
-        "| --- | --- | --- | " + " | ".join("---" for _ in dtypes) + " |",
+        "| implementation | version | declared unsupported | " + ("empty rows | " if conventions
+                                                                 else "")
+        + " | ".join(dtypes) + " |",
+        "| --- | --- | --- | " + ("--- | " if conventions else "")
+        + " | ".join("---" for _ in dtypes) + " |",
     ]
     for row in rows:
         by = {r["dtype"]: r for r in row["runs"]}
         cells = [cell(by[d]) if d in by else ("skipped" if row["skipped"] else "—")
                  for d in dtypes]
         out.append(f"| {row['name']} ({row['title']}) | {row['version'] or 'not installed'} | "
-                   f"{', '.join(row['unsupported']) or 'none'} | " + " | ".join(cells) + " |")
+                   f"{', '.join(row['unsupported']) or 'none'} | "
+                   + (f"{convention(row)} | " if conventions else "") + " | ".join(cells) + " |")
     limits = {k: v for k, v in VOCABULARY.items() if k not in LAYOUTS}
     out += ["", "Capabilities vocabulary: " + "; ".join(f"`{k}`: {v}"
                                                       for k, v in limits.items()) + ".", ""]
@@ -92,7 +112,9 @@ def section(row):
     out.append(f"Declared unsupported: {', '.join(row['unsupported']) or 'nothing'}"
                + (f"; refusals it names: {', '.join(repr(r) for r in row['refuses'])}"
                   if row["refuses"] else "")
-               + f"; is_causal aligned {row['causal_alignment']}.")
+               + f"; is_causal aligned {row['causal_alignment']}"
+               + (f"; a query with no allowed key gets {EMPTY_ROWS[row['empty_rows']]} "
+                  f"(empty rows {convention(row)})" if "empty_rows" in row else "") + ".")
     for run in row["runs"]:
         out += ["", f"### {row['name']} at {run['dtype']}: {cell(run)}", ""]
         if run["detectors_not_run"]:

@@ -27,9 +27,10 @@ def empty_rows(call, alignment="top-left"):
     return ~allowed(call, alignment).any(axis=-1)
 
 
-def dead_keys(call, alignment="top-left"):
-    """Bool shaped like K's (..., S): keys no query may attend, in every broadcast copy."""
-    keep = allowed(call, alignment).any(axis=-2)  # (lead..., S): someone may attend key j
+def dead_keys(call, alignment="top-left", keep=None):
+    """Bool shaped like K's (..., S): keys no query may attend, in every broadcast copy
+    (``keep``: the (..., L, S) keys each row reads, when not just the allowed ones)."""
+    keep = (allowed(call, alignment) if keep is None else keep).any(axis=-2)  # (lead..., S)
     k_lead = call.k.shape[:-2]
     if call.gqa:  # a key head serves a group of query heads: dead only if dead for all of them
         g = call.q.shape[-3] // call.k.shape[-3]

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from detectors.kit import precision, tolerance
+from detectors.kit import conventions, precision, tolerance
 from detectors.kit.battery import Call, SelfCall, SoftmaxCall
 from detectors.kit.memory import laid_out
 
@@ -36,10 +36,20 @@ class Judge:
         self.precisions = {}  # dtype -> precision.Precision, measured once
 
     def expected(self, call):
-        """(out, weights) of exact attention on ``call``; the softmax of a softmax call."""
+        """(out, weights) of exact attention on ``call``, its rows with no allowed key as the
+        subject declared them (detectors.kit.conventions: zeros by default); the softmax of a
+        softmax call."""
         if isinstance(call, Call):
-            return call.expected(self.subject.target.causal_alignment)
+            alignment = self.subject.target.causal_alignment
+            return conventions.expected(call, call.expected(alignment), alignment,
+                                        self.subject.empty_rows)
         return call.expected()
+
+    def gradients(self, call, grads, upstream):
+        """The reference's gradients ``grads`` of sum(out * ``upstream``) on ``call``, with
+        the rows that have no allowed key as the subject declared them."""
+        return conventions.gradients(call, grads, upstream, self.subject.target.causal_alignment,
+                                     self.subject.empty_rows)
 
     def strict_allowance(self, call, expected, dtype=None, what="out"):
         """The largest error correct code makes at ``dtype`` in ``what`` of ``call``."""
@@ -93,9 +103,10 @@ class Judge:
         t = self.subject.target
         key = (t.contract, backend or t.backend, t.device)
         if key not in _REFERENCES:
+            # the target's declarations are its own
             target = replace(t, name="reference", locator=REFERENCES[key[:2]], backend=key[1],
                              mask_convention="keep", causal_alignment="top-left",
-                             unsupported=(), refuses=())  # the target's declarations are its own
+                             empty_rows="zero", unsupported=(), refuses=())
             _REFERENCES[key] = self.make(target, self.subject.executor.trusted(target))
         return _REFERENCES[key]
 

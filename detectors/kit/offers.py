@@ -9,6 +9,7 @@ can be expressed, and in which dtypes the run may call it.
 from detectors.kit import sdpa_request
 from detectors.kit.capabilities import features, layout
 from detectors.kit.cases import Cases
+from detectors.kit.conventions import declared, seen
 
 
 class Offers:
@@ -57,6 +58,16 @@ class Offers:
         """"BHLE" (SDPA's (N, H, L, E)), or "BLHE" when the target declares (N, L, H, E): its
         calls are then transposed on the way in and their answers on the way out."""
         return layout(self.unsupported)
+
+    @property
+    def empty_rows(self):
+        """What a row with no allowed key gives, as declared (detectors.kit.conventions)."""
+        return declared(self.target, self.manifest)
+
+    def seen(self, call):
+        """Bool (..., L, S): the keys each row of ``call`` reads: the allowed ones, and every
+        key of a row with none allowed under a declared ``uniform`` convention."""
+        return seen(call, self.target.causal_alignment, self.empty_rows)
 
     @property
     def refuses(self):

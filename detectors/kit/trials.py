@@ -9,9 +9,11 @@ the calls, the relation and a reproduction.
 import contextlib
 
 from detectors.kit import claims
+from detectors.kit.battery import Call
+from detectors.kit.conventions import DEFAULT, rows
 from detectors.kit.expect import Mismatch
 from detectors.kit.outcomes import CaseId, Outcome
-from detectors.kit.script import script
+from detectors.kit.script import NoScript, script
 from detectors.kit.snippet import snippet
 from detectors.kit.verdict import (
     Evidence,
@@ -33,6 +35,8 @@ class Trials:
     def _note(self, call, request):
         """Record what was sent, per case, for the per-case outcomes."""
         request.case = call.name
+        if self.empty_rows != DEFAULT and isinstance(call, Call):  # for evidence() below
+            request.empty_rows = bool(rows(call, self.target.causal_alignment).any())
         key = CaseId.of(call.name, request.dtype, self.base_dtype)
         self.run.note(key, call, request)
         if self._trial_sent is not None:
@@ -121,11 +125,23 @@ class Trials:
         target = self.target
         scripted = None if claim is None else \
             lambda about=(): script(target, requests, claim, relation, about)
+        if claim is not None and claim.kind in ("oracle", "gradient") and \
+                any(getattr(r, "empty_rows", False) for r in requests):
+            scripted = _unscripted(self.empty_rows)
         if lazy:
             return Evidence(calls, index=index, case=case,
                             make=lambda: snippet(target, requests, relation), scripted=scripted)
         return Evidence(calls, index=index, case=case, snippet=snippet(target, requests, relation),
                         scripted=scripted)
+
+
+def _unscripted(convention):
+    """The script maker of a claim against exact attention on a call with rows that have no
+    allowed key, under a declared convention the script's exact attention does not write out."""
+    def refused(about=()):
+        raise NoScript(f"a call with rows that have no allowed key, which the target declared "
+                       f"{convention!r}: the script's exact attention gives such rows zeros")
+    return refused
 
 
 class _Sent:

@@ -5,6 +5,13 @@ needs ``jax_enable_x64``, switched on in the worker before the first call); a bo
 (True = attend, as SDPA), a float mask to ``bias``, each broadcast to rank 4 by adding size-1
 axes. Grouped heads are JAX's own (N a multiple of K). JAX's (N, L, H, E) layout is declared
 (``layout=BLHE``): the harness transposes query, key, value and the answer, not the adapter.
+
+Empty rows: ``uniform``. The page says ``mask`` is "used to filter out logits"; the XLA path
+(``_apply_masks`` in ``jax/_src/nn/functions.py``) replaces a masked logit with a large negative
+number (``jnp.where(mask, logits, large_negative)``), so a query every key is masked from
+softmaxes equal logits: weight 1/S on each key, the mean of the values (checked on jax 0.10.2:
+a bool-masked empty row is exactly that mean). A float mask of −∞ is added as a bias, not a
+mask, and such a row is NaN, which no convention allows.
 """
 
 from attnzoo.survey.adapters import _lazy
@@ -18,6 +25,8 @@ DECLARATION = Declaration(
                            "layout=BLHE"}),
     refuses=("takes no dropout", "value shape should be"),
     docs="https://docs.jax.dev/en/latest/_autosummary/jax.nn.dot_product_attention.html",
+    empty_rows="uniform",  # a mask is a large negative fill (the docstring above)
+    empty_rows_docs="https://github.com/jax-ml/jax/blob/main/jax/_src/nn/functions.py",
 )
 
 

@@ -5,6 +5,12 @@ bool mask to ``mask`` (True =
 attend, as SDPA), a float mask to ``bias``, each broadcast to rank 4 by adding size-1 axes;
 ``flash_attention=False`` (the CPU path). Grouped heads are keras' own. Keras' (N, L, H, E)
 layout is declared (``layout=BLHE``): the harness transposes, not the adapter.
+
+Empty rows: ``uniform``. The page says the mask is "used to filter out logits"; the numpy
+backend (``_apply_masks`` in ``keras/src/backend/numpy/nn.py``) replaces a masked logit with
+``-0.7 ×`` the dtype's largest value, so a query every key is masked from gets weight 1/S on each
+key and the mean of the values (checked on keras 3.15.1). A float mask of −∞ is a bias, and
+such a row is NaN, which no convention allows.
 """
 
 from attnzoo.survey.adapters import _keras, _lazy
@@ -16,6 +22,8 @@ DECLARATION = Declaration(
     unsupported=frozenset({"rank_other_than_4", "dropout", "autograd", "layout=BLHE"}),
     refuses=("takes no dropout",),
     docs="https://keras.io/api/ops/nn/#dot_product_attention-function",
+    empty_rows="uniform",  # a mask is a large negative fill (the docstring above)
+    empty_rows_docs="https://github.com/keras-team/keras/blob/master/keras/src/backend/numpy/nn.py",
 )
 
 

@@ -4,6 +4,13 @@ Converts: a bool mask to ``mask`` (True = attend, as SDPA), a float mask to ``bi
 broadcast to rank 4 by adding size-1 axes; ``flash_attention=False``. Tensors stay torch
 tensors (keras' torch backend takes them as they are). Grouped heads are keras' own. Keras'
 (N, L, H, E) layout is declared (``layout=BLHE``): the harness transposes, not the adapter.
+
+Empty rows: ``uniform``. The torch backend (``dot_product_attention`` in
+``keras/src/backend/torch/nn.py``) turns a bool mask into the float mask
+``torch.where(mask, 0, large_negative)`` for torch's SDPA, so a query every key is masked from
+gets weight 1/S on each key and the mean of the values (checked on keras 3.15.1). A float mask
+goes to torch's SDPA as it is, and a row of −∞ there is torch's zeros: the two mask forms
+disagree, which the detectors report.
 """
 
 from attnzoo.survey.adapters import _keras, _lazy
@@ -15,6 +22,8 @@ DECLARATION = Declaration(
     unsupported=frozenset({"rank_other_than_4", "dropout", "layout=BLHE"}),
     refuses=("takes no dropout",),
     docs="https://keras.io/api/ops/nn/#dot_product_attention-function",
+    empty_rows="uniform",  # a bool mask is a large negative fill (the docstring above)
+    empty_rows_docs="https://github.com/keras-team/keras/blob/master/keras/src/backend/torch/nn.py",
 )
 
 

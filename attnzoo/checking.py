@@ -47,13 +47,15 @@ def load_expectations(path):
         raise BadInput(str(e)) from None
 
 
-def targets(executor, locator, options):
-    """The implementations a locator names, with the conventions the options declare."""
+def targets(executor, locator, options, name=None):
+    """The implementations a locator names, with the conventions the options declare; ``name``
+    is what the report calls a target that is not a zoo file (the locator when None)."""
     from attnzoo.sandbox.target import Target
 
     declared = dict(mask_convention=options.mask_convention,
                     causal_alignment=options.causal_alignment, device=options.device,
-                    unsupported=options.unsupported, refuses=options.refuses)
+                    unsupported=options.unsupported, refuses=options.refuses,
+                    empty_rows=options.empty_rows)
     info = executor.describe(locator)
     if info["kind"] == "zoo":
         path = locator.split(":")[0]
@@ -62,14 +64,14 @@ def targets(executor, locator, options):
     backend = options.backend
     if info["kind"] == "lesson":
         backend = backend or executor.infer_backend(locator) or "numpy"
-        return [Target(locator, locator, "lesson", backend, **declared)]
+        return [Target(name or locator, locator, "lesson", backend, **declared)]
     if backend == "numpy":
         raise BadInput(f"{locator} is a callable: SDPA-style callables take torch tensors; "
                        "drop --backend numpy")
-    return [Target(locator, locator, "sdpa", "torch", **declared)]
+    return [Target(name or locator, locator, "sdpa", "torch", **declared)]
 
 
-def run_check(locator, options):
+def run_check(locator, options, *, name=None, progress=None):
     """Run the chosen detectors on every implementation the locator names.
 
     ``options`` is an :class:`attnzoo.options.Options`, built (validated) by the caller.
@@ -83,6 +85,8 @@ def run_check(locator, options):
     attention case is also shrunk to the smallest case found that still fails
     (attnzoo.shrink). ``follow=False`` stops each detector at its first failure
     (``attnzoo.runner``) instead of recording every case's outcome: no diagnosis.
+    ``name`` and ``progress`` are for attnzoo.api: what the report calls a target that is not
+    a zoo file, and a :class:`attnzoo.progress.Progress` on another stream than stderr.
     """
     import functools
 
@@ -106,12 +110,12 @@ def run_check(locator, options):
     battery = Battery(options.seed, depth=options.depth)
     follow = options.follow
     start = time.perf_counter()
-    progress = session.Progress()
+    progress = session.Progress() if progress is None else progress
     executor = session.executor(options, progress)
     sections, not_run = [], []
     try:
         try:
-            found = targets(executor, locator, options)
+            found = targets(executor, locator, options, name)
         except DeadlineReached:  # while importing it: nothing ran
             found, not_run = [], [(locator, d.NAME) for d in chosen]
         sandbox.check_targets(found, dtype)
