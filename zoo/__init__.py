@@ -29,6 +29,8 @@ CATEGORIES = {
     "state": "mutated inputs, randomness or dropout where there is none, call-order effects",
     "precision": "float32/float16/bfloat16 inputs, masks that overflow in low precision",
     "gradients": "a custom autograd.Function whose backward is wrong",
+    "generated": "plausible wrong kernels that weak checks accept (KernelBench's allclose at "
+                 "atol = rtol = 1e-2 on five torch.rand inputs of one shape)",
 }
 SYMPTOMS = {
     "crash": "raises an exception",

@@ -63,7 +63,8 @@ def add(sub, add_run_options):
     p = sub.add_parser("docs", help="regenerate docs/: catalogue pages, kill-matrix JSON and PNG",
                        description="Run the kill matrix (seed 0) and write docs/kill-matrix.json, "
                        "docs/kill-matrix.png, docs/catalogue/*.md, the generated blocks of "
-                       "docs/test-design.md and the lesson's grade; and fill docs/benchmarks.md "
+                       "docs/test-design.md, the lesson's grade and the gallery of generated "
+                       "kernels (docs/generated-kernels.json); and fill docs/benchmarks.md "
                        "from the committed JSON of attnzoo bench, the seed sweeps, the survey "
                        "and mutants.")
     p.add_argument("--from-json", metavar="PATH",
@@ -127,13 +128,14 @@ def cmd_bench(args):
 
 
 def cmd_docs(args):
-    from attnzoo.devtools import bench_page, docs, grade_page, project
+    from attnzoo.devtools import bench_page, docs, gallery, grade_page, project
 
     root = project.root("attnzoo docs")
     if args.check:
         if args.from_json:
             raise BadInput("--check reads docs/kill-matrix.json; drop --from-json")
-        stale = docs.stale(root) + grade_page.stale(root) + bench_page.stale(root)
+        stale = (docs.stale(root) + grade_page.stale(root) + bench_page.stale(root)
+                 + gallery.stale(root))
         for path, why in stale:
             print(f"stale: {path}: {why}")
         print("docs are up to date" if not stale else
@@ -163,6 +165,12 @@ def cmd_docs(args):
             progress=lambda label, *_: print(f"  grade: {label}", file=sys.stderr, flush=True)),
             root=root)
     written += bench_page.write(root)
+    if args.from_json:  # the gallery's page from its committed JSON
+        written += gallery.write(root=root)
+    else:
+        written += gallery.write(gallery.measure(
+            progress=lambda entry: print(f"  gallery: {entry}", file=sys.stderr, flush=True)),
+            root=root)
     for path in written:
         print(f"wrote {path}")
     print(f"{docs.JSON_PATH.as_posix()}: {docs.reproductions(data)}")
