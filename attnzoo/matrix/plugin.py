@@ -95,7 +95,8 @@ class KillMatrixReport:
         self.drift = compare(committed, self.matrix().to_json())
         if self.drift and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        plugins = getattr(self.config, "pluginmanager", None)
+        reporter = plugins.get_plugin("terminalreporter") if plugins else None
         if self.drift and reporter is not None:  # counted in the summary line, not green
             reporter.stats.setdefault(CHANGED, []).extend(SimpleNamespace() for _ in self.drift)
 
