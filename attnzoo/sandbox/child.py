@@ -15,6 +15,7 @@ import json
 import os
 import signal
 import sys
+import tempfile
 
 from attnzoo.sandbox import confine, lifeline, worker
 
@@ -46,6 +47,7 @@ def become(request, fds, server_fds, said):
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
+        tempfile.tempdir = None  # the server's cached /tmp: asked again, of the request's TMPDIR
         sys.path[0] = request["cwd"]
         _confine(request.get("confine"), said)
         if request.get("run") == "pytest":
