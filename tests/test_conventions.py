@@ -9,18 +9,15 @@ no code, so the oracle never shares a defect with what it judges.
 """
 
 import importlib.util
-import io
 import json
-import os
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from test_cli import attnzoo as run_attnzoo
 
 from attnzoo import options
-from attnzoo.cli import main
 from attnzoo.options import BadInput, Options
 from attnzoo.sandbox.target import BadTarget, Target
 from attnzoo.survey import run, write
@@ -49,15 +46,8 @@ ROWS = ("--only", "empty_rows_are_zero", "--only", "matches_loop_oracle", "--onl
 
 def attnzoo(*args):
     """``attnzoo ARGS`` in this process, from the repository root: (code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    here = os.getcwd()
-    os.chdir(REPO)
-    try:
-        with redirect_stdout(out), redirect_stderr(err):
-            code = main(list(args))
-    finally:
-        os.chdir(here)
-    return code, out.getvalue(), err.getvalue()
+    done = run_attnzoo(*args)
+    return done.returncode, done.stdout, done.stderr
 
 
 def flagged(stdout):
