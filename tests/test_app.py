@@ -76,7 +76,8 @@ def committed():
 
 def report_with(cells_doc, seed=0):
     options = {"kill_matrix_seed": seed, "kill_matrix_json": None, "kill_matrix_depth": "quick"}
-    config = SimpleNamespace(rootpath=REPO, getoption=options.__getitem__)
+    plugins = SimpleNamespace(get_plugin=lambda name: None)  # a run with no terminal reporter
+    config = SimpleNamespace(rootpath=REPO, getoption=options.__getitem__, pluginmanager=plugins)
     report = KillMatrixReport(config)
     for r in cells_doc["rows"]:
         for d, c in r["cells"].items():

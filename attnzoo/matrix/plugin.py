@@ -95,8 +95,7 @@ class KillMatrixReport:
         self.drift = compare(committed, self.matrix().to_json())
         if self.drift and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        plugins = getattr(self.config, "pluginmanager", None)
-        reporter = plugins.get_plugin("terminalreporter") if plugins else None
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")  # None: -p no:terminal
         if self.drift and reporter is not None:  # counted in the summary line, not green
             reporter.stats.setdefault(CHANGED, []).extend(SimpleNamespace() for _ in self.drift)
 
