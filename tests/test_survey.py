@@ -180,7 +180,7 @@ def test_cases_refused_at_run_time_are_marked_refused():
                "cases_unsupported": 2}
     one = {"dtype": "float32", "summary": summary, "cases_set_aside": ["rank5"],
            "detectors_not_run": [], "findings": [finding]}
-    assert write.cell(one).endswith("(1 refused)")
+    assert write.cell(one).endswith("(2 cases set aside, 1 refused)")
     row = {"name": "lib", "title": "lib.attention", "adapter": "lib", "docs": "", "version": "1",
            "skipped": "", "unsupported": ["rank_other_than_4"], "refuses": [],
            "causal_alignment": "top-left", "runs": [one]}

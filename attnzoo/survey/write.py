@@ -46,9 +46,13 @@ def cell(run):
     text = f"{s['flagged']} flagged, {s['passed']} ok, {s['not_applicable']} n/a"
     if s.get("unsupported"):
         text += f", {s['unsupported']} unsupported"
+    aside = []
     if s.get("cases_unsupported"):
-        text += f" ({s['cases_unsupported']} cases set aside)"
-    return text + (f" ({refused} refused)" if refused else "")
+        n = s["cases_unsupported"]
+        aside.append(f"{n} case{'s' if n != 1 else ''} set aside")
+    if refused:
+        aside.append(f"{refused} refused")
+    return text + (f" ({', '.join(aside)})" if aside else "")
 
 
 def convention(row):
