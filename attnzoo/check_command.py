@@ -43,9 +43,10 @@ def add_options(p):
     p.add_argument("--refuses", action="append", default=[], metavar="MESSAGE",
                    help=h["refuses"])
     options.add_run_arguments(p, depth=Options.depth, scoped=True)
-    for name in ("timeout", "import_timeout", "warmup", "deadline"):
+    for name in ("timeout", "import_timeout", "warmup", "deadline", "budget"):
         p.add_argument("--" + name.replace("_", "-"), type=float, default=getattr(Options, name),
                        metavar="SECONDS", help=h[name])
+    p.add_argument("-x", "--exitfirst", action="store_true", help=h["exitfirst"])
     p.add_argument("--only", action="append", metavar="DETECTOR", help=h["only"])
     p.add_argument("--isolation", choices=options.ISOLATIONS, default=None, help=h["isolation"])
     p.add_argument("--memory-limit", metavar="SIZE", help=h["memory_limit"])
@@ -56,13 +57,20 @@ def main(args):
     """Run the check ``args`` describe; print the report; its exit code."""
     from attnzoo.checking import run_check
     from attnzoo.report import check_text
+    from attnzoo.sandbox.session import FIRST_FLAG
 
     options = Options.from_args(args)
     sections, detectors, document, code = run_check(args.target, options)
     unrun = {name for s in sections for name in s["not_run"]}
     if document["summary"]["not_run"] > len([n for s in sections for n in s["not_run"]]):
         unrun |= set(detectors)  # whole implementations the deadline left unloaded
-    if unrun:
+    if document["stopped"] == FIRST_FLAG:
+        pass  # --exitfirst: the report names what it left
+    elif unrun and options.budget:
+        say(f"attnzoo: budget spent: {options.budget:g} s passed before "
+            f"{len(unrun)} detectors ran ({', '.join(sorted(unrun))}): the report is partial; "
+            "raise --budget")
+    elif unrun:
         given = "the --deadline" if args.deadline is not None else \
             f"the deadline (the default at --depth {options.depth})"
         say(f"attnzoo: deadline reached: {given} of {options.deadline:g} s passed before "

@@ -84,15 +84,19 @@ def run_check(locator, options, *, name=None, progress=None):
     are float64 and detectors about dtypes try every dtype. With ``shrink``, each flagged
     attention case is also shrunk to the smallest case found that still fails
     (attnzoo.shrink). ``follow=False`` stops each detector at its first failure
-    (``attnzoo.runner``) instead of recording every case's outcome: no diagnosis.
+    (``attnzoo.runner``) instead of recording every case's outcome: no diagnosis. With a
+    ``budget`` the units run in the measured order (attnzoo.budget) and each section says what
+    they reached; ``exitfirst`` ends the run at the first flagged detector.
     ``name`` and ``progress`` are for attnzoo.api: what the report calls a target that is not
     a zoo file, and a :class:`attnzoo.progress.Progress` on another stream than stderr.
     """
     import functools
 
+    from attnzoo import budget
     from attnzoo.diagnosis.cases import lighten, reproduce_smallest, scripts
     from attnzoo.diagnosis.group import diagnose
     from attnzoo.diagnosis.known import resembling
+    from attnzoo.progress import Progress
     from attnzoo.report import INCOMPLETE, SCHEMA, describe_target, exit_code, summarise
     from attnzoo.runner import run
     from attnzoo.sandbox import options as sandbox
@@ -110,30 +114,42 @@ def run_check(locator, options, *, name=None, progress=None):
     battery = Battery(options.seed, depth=options.depth)
     follow = options.follow
     start = time.perf_counter()
-    progress = session.Progress() if progress is None else progress
+    progress = Progress() if progress is None else progress
     executor = session.executor(options, progress)
-    sections, not_run = [], []
+    sections, not_run, halted = [], [], None  # halted: why the run stopped early
     try:
         try:
             found = targets(executor, locator, options, name)
         except DeadlineReached:  # while importing it: nothing ran
             found, not_run = [], [(locator, d.NAME) for d in chosen]
+            halted = session.DEADLINE
         sandbox.check_targets(found, dtype)
         for n, target in enumerate(found):
-            if not not_run:
+            if not not_run and halted is None:
                 try:
                     executor.use(target)
                 except DeadlineReached:
-                    pass
+                    halted = session.DEADLINE
                 else:
                     subject = Subject(target, executor, dtype, scoped=scoped)
                     subject.progress = progress
                     # one detector's finding; what their shrinks share (cases, time)
                     one = functools.partial(run, shrink=options.shrink, cases=follow,
                                             shared=Shared())
-                    findings, skipped = session.run_all(chosen, subject, battery, one,
-                                                        progress,
-                                                        n * len(chosen), len(found) * len(chosen))
+                    stop = (lambda f: f.caught) if options.exitfirst else None
+                    unreached, reached = {}, None
+                    if options.budget:
+                        reach = subject.executor = budget.Reach(executor, subject)
+                        per = len(chosen) * len(budget.tiers(options.depth))
+                        findings, skipped, unreached, why = budget.run(
+                            chosen, subject, options.seed, options.depth, one, progress, stop,
+                            n * per, len(found) * per)
+                        reached = budget.reached(findings, {d.NAME: d for d in chosen},
+                                                 target.contract, reach.seen)
+                    else:
+                        findings, skipped, why = session.run_all(
+                            chosen, subject, battery, one, progress, n * len(chosen),
+                            len(found) * len(chosen), stop)
                     diagnosis = diagnose([f.to_json() for f in findings]) if follow else []
                     resembles = resembling([f.to_json() for f in findings], target.contract,
                                            target.backend)
@@ -141,12 +157,14 @@ def run_check(locator, options, *, name=None, progress=None):
                     written = scripts(diagnosis, findings, target) if options.repro_dir else []
                     lighten(findings)
                     not_run += [(target, name) for name in skipped]
+                    halted = halted or why
                     sections.append({"target": describe_target(target, dtype, options.seed,
                                                                        executor.manifest),
                                      "findings": findings, "not_run": skipped,
-                                     "summary": summarise(findings, skipped),
+                                     "summary": summarise(findings, skipped, unreached),
                                      "diagnosis": diagnosis, "resembles": resembles,
-                                     "scripts": written})
+                                     "scripts": written, "stopped": why,
+                                     "unreached": unreached, "reached": reached})
                     continue
             not_run += [(target, d.NAME) for d in chosen]
     except (BadTarget, sandbox.BadOption) as e:
@@ -165,7 +183,7 @@ def run_check(locator, options, *, name=None, progress=None):
         lines, entries, unexpected = expectations.report(sections, expected, options.expect)
         expectations.annotate(sections, entries)
         code = 1 if unexpected else (3 if code == 3 else 0)
-    if not_run and code == 0:
+    if code == 0 and (not_run or any(s["unreached"] for s in sections)):
         code = INCOMPLETE
     document = {
         "schema": SCHEMA,
@@ -173,16 +191,23 @@ def run_check(locator, options, *, name=None, progress=None):
         "target": locator,
         "depth": options.depth,
         "deadline": options.deadline or None,
+        "budget": options.budget,
+        "stopped": halted,
         "isolation": session.isolation_json(options),
         "implementations": [
             {"target": s["target"], "summary": s["summary"], "diagnosis": s["diagnosis"],
              "resembles": s.get("resembles", []),
              "findings": [f.to_json() for f in s["findings"]], "not_run": s["not_run"],
+             "stopped": s["stopped"],
+             **({"reached": s["reached"], "unreached": s["unreached"]}
+                if options.budget else {}),
              **({"reproductions": s["reproductions"]} if "reproductions" in s else {})}
             for s in sections
         ],
         "summary": summarise([f for s in sections for f in s["findings"]],
-                             [name for _, name in not_run]),
+                             [name for _, name in not_run],
+                             {f"{s['target']['name']} {tier}": names for s in sections
+                              for tier, names in s["unreached"].items()}),
         "seconds": round(time.perf_counter() - start, 3),
         "exit_code": code,
     }

@@ -72,6 +72,11 @@ HELP = {
     "deadline": "stop after this long overall and report which detectors did not run (default: "
     f"{DEADLINES['quick']:g} s at --depth quick, {DEADLINES['standard']:g} s at standard, "
     f"{DEADLINES['deep']:g} s at deep; 0 for none)",
+    "budget": "a gate's time limit: run the most telling cases first (units of one detector on "
+    "the cases one tier adds, up to --depth, in the order measured from the kill matrix), stop "
+    "when SECONDS are spent and report what was reached",
+    "exitfirst": "stop at the first flagged detector (the verdict is then known; the report "
+    "names the detectors not run)",
     "only": "run only this detector (repeatable)",
     "isolation": "what the operating system lets the code under test do: strict (the default "
     "where the kernel offers Landlock and user namespaces: it writes only to its own scratch "
@@ -108,6 +113,8 @@ class Options:
     import_timeout: float = IMPORT_SECONDS
     warmup: float | None = None  # the first call of each function; built: never None
     deadline: float | None = None  # the whole run; None: the depth's default; 0: none
+    budget: float | None = None  # a deadline with the telling order (attnzoo.budget); None: none
+    exitfirst: bool = False  # stop after the first flagged detector
     only: tuple = ()  # detector names, each once; (): every detector of the suite
     expect: str | None = None  # an expectations file (attnzoo.expectations)
     shrink: bool = True  # shrink each flagged case to the smallest that still fails
@@ -137,6 +144,12 @@ class Options:
         deadline = DEADLINES.get(raw.depth) if raw.deadline is None else raw.deadline
         if deadline not in (0, None):  # None: a --depth check_choices refuses
             check_seconds("--deadline", deadline)
+        if raw.budget is not None:
+            if raw.deadline is not None:
+                raise BadInput("--budget is the run's deadline, with the telling order: give "
+                               "--budget or --deadline, not both")
+            check_seconds("--budget", raw.budget)
+            deadline = raw.budget
         check_device(raw.device)
         check_choices(raw)
         isolation, fallback = isolation_level(raw.isolation, raw.isolation_fallback)

@@ -22,15 +22,17 @@ from detectors.kit.verdict import (
 )
 
 # 2: per-implementation "diagnosis", per-finding "cases"; 3: "deadline", and exit code 4 for a
-# run it cut short with nothing flagged (2 was bad input's code too)
-SCHEMA = "attnzoo.check/3"
+# run it cut short with nothing flagged (2 was bad input's code too); 4: "budget", per
+# implementation "stopped", "reached" and "unreached", per finding "tiers"
+SCHEMA = "attnzoo.check/4"
 INCOMPLETE = 4  # the exit code of a run the deadline cut short with nothing flagged
 LAYOUT_WORDS = {"BHLE": "(N, H, L, E)", "BLHE": "(N, L, H, E)"}
 WORDS = {name: v.word for name, v in VERDICTS.items()}
 
 
-def summarise(findings, not_run=()):
-    """Counts over the findings; ``not_run`` names detectors a --deadline stopped."""
+def summarise(findings, not_run=(), unreached=None):
+    """Counts over the findings; ``not_run`` names detectors a --deadline stopped, and
+    ``unreached`` ({tier: names}) those a --budget stopped short of a tier."""
     counts = {v: sum(1 for f in findings if f.verdict == v) for v in WORDS}
     flagged = sum(counts[v] for v in CAUGHT)
     return {
@@ -46,8 +48,9 @@ def summarise(findings, not_run=()):
         "cases_unsupported": sum(len(f.unsupported) for f in findings),
         "errors": counts[ERROR],
         "not_run": len(not_run),
+        "unreached": sum(len(names) for names in (unreached or {}).values()),
         "conformant": flagged == 0 and counts[ERROR] == 0 and counts[SURVIVED] > 0
-        and not not_run,
+        and not not_run and not any((unreached or {}).values()),
         "seconds": round(sum(f.seconds for f in findings), 3),
         "impl_seconds": round(sum(f.impl_seconds for f in findings), 3),
         "calls": sum(f.calls for f in findings),
@@ -145,9 +148,15 @@ def text(section, detectors, verbose=False):
         parts.append(f"{s['errors']} detector error" + ("s" if s["errors"] != 1 else ""))
     if s.get("not_run"):
         parts.append(f"{s['not_run']} not run")
+    if s.get("unreached"):
+        parts.append(f"{s['unreached']} short of a tier")
+    limit = "the budget ran out" if section.get("reached") else "the deadline passed"
     if s.get("not_run") and not s["flagged"]:
-        verdict = (f"incomplete: the deadline passed before {', '.join(section['not_run'])} "
-                   "ran")
+        verdict = f"incomplete: {limit} before {', '.join(section['not_run'])} ran"
+    elif s.get("unreached") and not s["flagged"]:
+        tier = [t for t, names in section["unreached"].items() if names][0]
+        verdict = (f"incomplete: {limit} before {len(section['unreached'][tier])} detectors "
+                   f"reached the {tier} tier")
     elif s["passed"] == 0 and s["flagged"] == 0 and not s["errors"]:
         verdict = "nothing was checked: no detector applies to this target"
     else:
@@ -155,8 +164,30 @@ def text(section, detectors, verbose=False):
         verdict = ("NOT conformant" if not s["conformant"] else
                    f"conformant with {xfail} expected failure{'s' if xfail != 1 else ''}"
                    if xfail else "conformant")
+    lines += reached_lines(section.get("reached"), section.get("unreached"),
+                           len(section["findings"]) + len(section["not_run"]))
     lines.append(f"summary: {', '.join(parts)} in {s['seconds']:.1f} s — {verdict}")
     return "\n".join(lines)
+
+
+def reached_lines(reached, unreached, detectors, shown=8):
+    """What a --budget run reached: tiers, clauses, values of the input space."""
+    if not reached:
+        return []
+    tiers = ", ".join(f"{'every detector' if len(names) == detectors else len(names)} at {tier}"
+                      for tier, names in reached["tiers"].items())
+    for tier in unreached or {}:
+        if tier not in reached["tiers"]:
+            tiers += f", none at {tier}"
+    missing = reached["clauses_not_reached"]
+    values = reached["values_not_reached"]
+    return [f"reached: {tiers or 'nothing'}",
+            f"  clauses: {', '.join(reached['clauses']) or 'none'}"
+            + (f" (not reached: {', '.join(missing)})" if missing else ""),
+            f"  input-space values: {reached['values']} of {reached['of']}"
+            + (f" (not reached: {', '.join(values[:shown])}"
+               + (f" and {len(values) - shown} more" if len(values) > shown else "") + ")"
+               if values else "")]
 
 
 def diagnosis_lines(groups, reproductions=None, resembles=None):

@@ -220,11 +220,25 @@ def test_a_lesson_source_is_checked_as_a_module():
     assert report.exit_code == 0, report.text()
 
 
-def test_the_budget_is_the_deadline():
+def test_the_budget_is_a_deadline_that_says_what_it_reached():
     report = attnzoo.check(correct_sdpa, budget_s=0.001, **QUICK)
     assert (report.exit_code, report.conformant, report.incomplete) == (4, False, True)
     assert report.not_run == ("known_answers", "causality")
-    assert report.to_json()["deadline"] == 0.001
+    assert report.to_json()["deadline"] == report.to_json()["budget"] == 0.001
+    assert report.reached == {}  # the time ran out while importing it: nothing was reached
+    report = attnzoo.check(correct_sdpa, budget_s=300, **QUICK)
+    reached = report.reached[f"{__name__}.correct_sdpa"]
+    assert set(reached["tiers"]["quick"]) == {"known_answers", "causality"}
+    assert reached["unreached"] == {} and 0 < reached["values"] <= reached["of"]
+    assert report.conformant and not report.incomplete
+
+
+def test_a_deadline_is_its_own_keyword():
+    report = attnzoo.check(correct_sdpa, deadline_s=0.001, **QUICK)
+    assert report.exit_code == 4 and report.to_json()["budget"] is None
+    assert report.reached == {}
+    with pytest.raises(attnzoo.BadInput, match="give budget_s or deadline_s, not both"):
+        attnzoo.check(correct_sdpa, budget_s=5, deadline_s=5)
 
 
 def untimed(value):

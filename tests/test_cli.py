@@ -51,6 +51,7 @@ TARGET_KEYS = {"name", "locator", "contract", "backend", "mask_convention", "cau
                "empty_rows", "device", "dtype", "seed", "unsupported", "refuses", "layout"}
 SUMMARY_KEYS = {"detectors", "passed", "flagged", "killed", "nan", "crashed", "hung",
                 "not_applicable", "unsupported", "cases_unsupported", "errors", "not_run",
+                "unreached",
                 "conformant", "seconds", "impl_seconds", "calls"}
 FINDING_KEYS = {"detector", "target", "verdict", "message", "evidence", "calls", "seconds",
                 "impl_seconds", "notes", "unsupported", "cases"}
@@ -512,7 +513,7 @@ JSON_BUG = ("zoo/no_scaling.py", *only("known_answers", "causal_alignment",
 
 def test_json_document_shape():
     p, doc = check_json(*JSON_BUG)
-    assert doc["schema"] == "attnzoo.check/3"
+    assert doc["schema"] == "attnzoo.check/4"
     assert doc["command"] == "check"
     assert doc["target"] == "zoo/no_scaling.py"
     assert doc["exit_code"] == p.returncode == 1

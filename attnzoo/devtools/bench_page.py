@@ -28,6 +28,7 @@ SOURCES = {  # short name -> the committed JSON it is read from
     "seeds-deep": Path("docs/seed-sweep-deep-correct.json"),
     "survey": Path("docs/survey.json"),
     "mutants": Path("docs/mutants.json"),
+    "gate": Path("docs/benchmark-budgets.json"),
 }
 NUMPY = "reference/lesson_numpy.py"
 SDPA = "torch.nn.functional:scaled_dot_product_attention"
@@ -201,6 +202,19 @@ def block_long_runs(data):
             f"{m['seconds']:.0f} s."]
 
 
+def block_gate(data):
+    from attnzoo.devtools.budgets import render as table
+
+    d = data["gate"]
+    late = [r for r in d["results"] if not r["measured"]["caught"]]
+    return [f"{source('gate')}, `attnzoo check --depth {d['depth']} --budget {d['budget']} "
+            f"--exitfirst` on every bug row of the zoo, {machine(d)}, at {d['commit'][:7]}; "
+            f"{d['rows']} rows, {d['deeper_rows']} of them bugs that show only at a deeper "
+            "tier than quick:", "", table(d), "",
+            "Not caught within the longest budget: "
+            + (", ".join(f"`{r['row']}` ({r['depth']})" for r in late) or "none") + "."]
+
+
 def block_budgets(data):
     lines = ["| figure | at most | measured | file |", "|---|---|---|---|"]
     for what, keys, most, unit in BUDGETS:
@@ -218,7 +232,7 @@ def block_budgets(data):
 
 BLOCKS = {"bench": block_bench, "checks": block_checks, "against": block_against,
           "flagged": block_flagged, "seeds": block_seeds, "long-runs": block_long_runs,
-          "budgets": block_budgets}
+          "budgets": block_budgets, "gate": block_gate}
 
 
 def render(text, data):

@@ -52,6 +52,11 @@ def add(sub, add_run_options):
                    help="only attnzoo check on the bench's flagged target (a tiled kernel with "
                    "one defect) against torch's SDPA, in turn: walls and their ratio (budget "
                    "1.5); exit 1 unless the one was flagged and the other clean")
+    p.add_argument("--budgets", action="store_true",
+                   help="only the order a --budget check follows (attnzoo/budget_order.json, "
+                   "from the kill matrix and the detectors' time on the reference) and the "
+                   "share of zoo rows a check catches within 2, 5, 10 and 30 s "
+                   "(docs/benchmark-budgets.json, or --output)")
     p.add_argument("--check", metavar="LOCATOR",
                    help="with --against: attnzoo check LOCATOR (at --depth) instead of the "
                    "matrix, today and at REV, in turn")
@@ -97,15 +102,19 @@ def cmd_bench(args):
         raise BadInput(f"--scales takes whole numbers like 1,2,4, not {args.scales!r}") from None
     if args.repeats < 1 or not scales or min(scales) < 1:
         raise BadInput("--repeats and --scales must be at least 1")
-    if sum((bool(args.against), args.ratio, args.checks, args.flagged)) > 1:
-        raise BadInput("--against, --ratio, --checks and --flagged are separate runs: give one "
-                       "of them")
+    if sum((bool(args.against), args.ratio, args.checks, args.flagged, args.budgets)) > 1:
+        raise BadInput("--against, --ratio, --checks, --flagged and --budgets are separate "
+                       "runs: give one of them")
     if args.check and not args.against:
         raise BadInput("--check names what --against compares: add --against REV")
     if args.depth and not (args.flagged or args.check):
         raise BadInput("--depth is the depth of --flagged's or --against --check's checks: add "
                        "one of them")
     root = project.root("attnzoo bench")
+    if args.budgets:
+        from attnzoo.devtools import budgets
+
+        return budgets.main(args.repeats, args.output)
     if args.flagged:
         from attnzoo.devtools import flagged
 

@@ -3,8 +3,8 @@
 :func:`executor` installs the process hygiene (every exit path kills the worker's whole group)
 and starts the worker with the time options and the isolation (saying on stderr when the
 default fell back from strict to process); :func:`run_all` runs the detectors in order until
-the deadline, returning the findings and the names of the detectors that did not run, so the
-report can say exactly what was and was not checked.
+the deadline (or the first flag, with ``--exitfirst``), returning the findings and the names of
+the detectors that did not run, so the report can say exactly what was and was not checked.
 """
 
 import contextlib
@@ -12,7 +12,6 @@ import ctypes
 import sys
 import time
 
-from attnzoo.progress import Progress  # noqa: F401 - TEMP re-export until check.py imports it
 from attnzoo.sandbox import confine, hygiene
 from attnzoo.sandbox.executor import DeadlineReached
 from attnzoo.sandbox.isolated import Isolated
@@ -62,8 +61,12 @@ def _size(n):
     return f"{n}B"
 
 
-def run_all(chosen, subject, battery, run, progress, offset=0, total=None):
-    """(findings, names not run): the detectors in order, stopping at the deadline."""
+DEADLINE, FIRST_FLAG = "deadline", "first flag"  # why a run stopped before its last detector
+
+
+def run_all(chosen, subject, battery, run, progress, offset=0, total=None, stop=None):
+    """(findings, names not run, why they were not): the detectors in order, stopping at the
+    deadline, or after a finding for which ``stop`` is true (``--exitfirst``)."""
     findings = []
     with one_blas_thread():
         for i, detector in enumerate(chosen):
@@ -71,8 +74,10 @@ def run_all(chosen, subject, battery, run, progress, offset=0, total=None):
             try:
                 findings.append(run(detector, subject, battery))
             except DeadlineReached:
-                return findings, [d.NAME for d in chosen[i:]]
-    return findings, []
+                return findings, [d.NAME for d in chosen[i:]], DEADLINE
+            if stop is not None and stop(findings[-1]) and chosen[i + 1:]:
+                return findings, [d.NAME for d in chosen[i + 1:]], FIRST_FLAG
+    return findings, [], None
 
 
 # OpenBLAS's thread-count setters, by the names its builds export (NumPy's wheels prefix theirs)

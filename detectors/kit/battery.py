@@ -147,11 +147,14 @@ def _oracle(call, alignment):
 
 @dataclass
 class Battery:
-    """All calls for one seed and depth, smallest first; ``repeat`` draws each spec again."""
+    """All calls for one seed and depth, smallest first; ``repeat`` draws each spec again.
+    ``start`` leaves out the tiers shallower than it: the cases ``depth`` adds to them, drawn
+    as they are in the whole battery (a budgeted check runs the quick tier first, then these)."""
 
     seed: int = 0
     repeat: int = 1
     depth: str = "quick"  # one of DEPTHS
+    start: str = "quick"  # the shallowest tier drawn
     attention: list = field(default_factory=list)
     self_attention: list = field(default_factory=list)
     softmax: list = field(default_factory=list)
@@ -159,12 +162,14 @@ class Battery:
     def __post_init__(self):
         from detectors.kit.sweep import tier
 
-        if self.depth not in DEPTHS:
-            raise ValueError(f"unknown depth {self.depth!r}: use one of {', '.join(DEPTHS)}")
+        for depth in (self.depth, self.start):
+            if depth not in DEPTHS:
+                raise ValueError(f"unknown depth {depth!r}: use one of {', '.join(DEPTHS)}")
         # every tier draws from its own streams, so deeper tiers never change a quick case
         tiers = [(0, ATTENTION, SELF, SOFTMAX)]
         tiers += [(1000 * (n + 1),) + tier(d) for n, d in enumerate(DEPTHS[1:])
                   if DEPTHS.index(d) <= DEPTHS.index(self.depth)]
+        tiers = tiers[DEPTHS.index(self.start):]
         for r in range(self.repeat):
             for base, attention, selfs, softmaxes in tiers:
                 self._draw(r, base, attention, selfs, softmaxes)

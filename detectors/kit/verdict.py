@@ -97,6 +97,7 @@ class Finding:
     notes: list = field(default_factory=list)
     unsupported: dict = field(default_factory=dict)  # case set aside -> why
     cases: dict = field(default_factory=dict)  # per-case outcomes of a flagged detector, if asked
+    tiers: list = field(default_factory=list)  # a --budget run: the battery tiers it reached
 
     @property
     def caught(self):
@@ -112,7 +113,8 @@ class Finding:
                                 ev["snippet"], ev.get("shrunk"))
         return cls(data["detector"], data["target"], data["verdict"], data["message"], evidence,
                    data["calls"], data["seconds"], data["impl_seconds"], list(data["notes"]),
-                   dict(data.get("unsupported", {})), dict(data.get("cases", {})))
+                   dict(data.get("unsupported", {})), dict(data.get("cases", {})),
+                   list(data.get("tiers", ())))
 
     def to_json(self):
         return {
@@ -127,6 +129,7 @@ class Finding:
             "notes": list(self.notes),
             "unsupported": dict(self.unsupported),
             "cases": {k: v for k, v in self.cases.items() if k != "evidence"},  # JSON only
+            **({"tiers": list(self.tiers)} if self.tiers else {}),
         }
 
 
