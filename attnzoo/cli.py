@@ -143,6 +143,12 @@ def build_parser():
     p.add_argument("--output-dir", default="docs", metavar="DIR",
                    help="where survey.json and survey.md go (default docs)")
     p.add_argument("--seed", type=int, default=0, help="seed of the case battery (default 0)")
+    p.add_argument("--depth", choices=DEPTHS, default="standard",
+                   help="battery tier (default standard): each implementation is checked as "
+                   "attnzoo check --budget checks it, the most telling units first")
+    p.add_argument("--budget", type=float, default=300.0, metavar="SECONDS",
+                   help="time for each implementation and dtype (default 300; 0 for none): "
+                   "the most telling cases first, and the row says what was not reached")
     p.set_defaults(run=cmd_survey)
     return parser
 
@@ -226,7 +232,9 @@ def cmd_survey(args):
 
     if args.seed < 0:
         raise UsageError(f"--seed must be 0 or more, not {args.seed}")
-    return survey(args.only, args.output_dir, args.dtype, args.seed)
+    if args.budget:
+        options.check_seconds("--budget", args.budget)
+    return survey(args.only, args.output_dir, args.dtype, args.seed, args.depth, args.budget)
 
 
 def cmd_new(args):

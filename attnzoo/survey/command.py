@@ -9,7 +9,7 @@ from attnzoo.survey import run, write
 DTYPES = ("float32", "float64")
 
 
-def main(only=None, output_dir="docs", dtypes=None, seed=0):
+def main(only=None, output_dir="docs", dtypes=None, seed=0, depth=run.DEPTH, budget=run.BUDGET):
     """Exit code: 0 when it ran (findings are the survey's content, not a failure), 2 bad input."""
     try:
         chosen = run.select(only)
@@ -22,7 +22,8 @@ def main(only=None, output_dir="docs", dtypes=None, seed=0):
               file=sys.stderr)
         return 2
     start = time.perf_counter()
-    doc = run.survey(chosen, dtypes, seed, progress=lambda s: print(s, flush=True))
+    doc = run.survey(chosen, dtypes, seed, progress=lambda s: print(s, flush=True), depth=depth,
+                     budget=budget)
     ran = [r for r in doc["implementations"] if r["runs"]]
     for path in write.write(doc, output_dir):
         print(f"wrote {path}")

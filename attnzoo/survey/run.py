@@ -10,6 +10,7 @@ no allowed key (``EMPTY_ROWS``: zero, or the uniform average a large negative fi
 documented convention is not counted as a defect.
 """
 
+import os
 import platform
 import time
 
@@ -17,6 +18,7 @@ from attnzoo.diagnosis.cases import lighten, reproduce_smallest
 from attnzoo.diagnosis.group import diagnose
 from attnzoo.report import summarise
 from attnzoo.runner import run
+from attnzoo.sandbox.executor import DeadlineReached
 from attnzoo.sandbox.isolated import Isolated
 from attnzoo.sandbox.target import BadTarget, Target
 from attnzoo.survey import adapters
@@ -42,25 +44,34 @@ def select(only):
     return [(m, d) for m, d in chosen if d.name in only or m in only]
 
 
-def survey(chosen, dtypes=None, seed=0, progress=print):
-    """The survey document (a dict, see docs/survey.md) for the chosen adapters."""
+DEPTH = "standard"  # the default tier: where real kernels break, not the kill matrix's quick
+BUDGET = 300.0  # seconds per implementation and dtype (--budget; 0 for none)
+
+
+def survey(chosen, dtypes=None, seed=0, progress=print, depth=DEPTH, budget=BUDGET):
+    """The survey document (a dict, see docs/survey.md) for the chosen adapters: each
+    implementation and dtype checked at ``depth`` like ``check --budget``, the most telling
+    units (a detector on the cases one tier adds) first, until ``budget`` seconds are spent
+    (0: no limit)."""
     rows = []
     for module, decl in chosen:
         start = time.perf_counter()
-        row = implementation(module, decl, dtypes, seed)
+        row = implementation(module, decl, dtypes, seed, depth, budget)
         row["seconds"] = round(time.perf_counter() - start, 1)
         progress(line(row))
         rows.append(row)
     return {
         "schema": SCHEMA,
         "seed": seed,
+        "depth": depth,
+        "budget": budget or None,
         "python": platform.python_version(),
         "platform": platform.platform(terse=True),
         "implementations": rows,
     }
 
 
-def implementation(module, decl, dtypes, seed):
+def implementation(module, decl, dtypes, seed, depth=DEPTH, budget=BUDGET):
     row = {
         "name": decl.name, "title": decl.title, "distribution": decl.distribution,
         "version": decl.version(), "adapter": f"attnzoo/survey/adapters/{module}.py",
@@ -75,7 +86,7 @@ def implementation(module, decl, dtypes, seed):
         return row
     for dtype in [d for d in decl.dtypes if dtypes is None or d in dtypes]:
         try:
-            row["runs"].append(run_one(module, decl, dtype, seed))
+            row["runs"].append(run_one(module, decl, dtype, seed, depth, budget))
         except Skip as e:
             row["skipped"] = str(e)
             row["runs"] = []
@@ -87,8 +98,13 @@ class Skip(Exception):
     """The implementation cannot be run at all here (it fails to import, say)."""
 
 
-def run_one(module, decl, dtype, seed):
-    battery = Battery(seed)  # cases outside the declaration are set aside by the subject
+def run_one(module, decl, dtype, seed, depth=DEPTH, budget=BUDGET):
+    import functools
+
+    from attnzoo import budget as gate
+    from attnzoo.progress import Progress
+
+    battery = Battery(seed, depth=depth)  # cases outside the declaration: set aside by the subject
     set_aside = sorted(c.name for c in battery.attention if not supported(decl, c)
                        and features(c) & decl.unsupported != {"e_ne_ev"})
     skipped = {n for f in decl.unsupported for n in NEEDS.get(f, ())}
@@ -96,15 +112,23 @@ def run_one(module, decl, dtype, seed):
     target = Target(decl.name, adapters.locator(module), "sdpa", "torch",
                     causal_alignment=decl.causal_alignment, empty_rows=decl.empty_rows,
                     unsupported=tuple(sorted(decl.unsupported)), refuses=tuple(decl.refuses))
-    executor = Isolated(call_seconds=decl.call_seconds, load_seconds=120)
+    deadline = time.monotonic() + budget if budget else None
+    executor = Isolated(call_seconds=decl.call_seconds, load_seconds=120, deadline=deadline)
     try:
         try:
             executor.use(target)
         except BadTarget as e:
             raise Skip(f"{decl.distribution} is installed but the adapter cannot load: {e}"
                        ) from None
+        except DeadlineReached:
+            raise Skip(f"loading took the whole budget of {budget:g} s") from None
         subject = Subject(target, executor, dtype, scoped=True)  # every call at this dtype
-        findings = [run(d, subject, battery, cases=True) for d in chosen]
+        reach = subject.executor = gate.Reach(executor, subject)
+        with open(os.devnull, "w") as quiet:
+            findings, not_run, unreached, _ = gate.run(
+                chosen, subject, seed, depth, functools.partial(run, cases=True),
+                Progress(quiet))
+        reached = gate.reached(findings, {d.NAME: d for d in chosen}, "sdpa", reach.seen)
     finally:
         executor.close()
     diagnosis = diagnose([f.to_json() for f in findings])
@@ -112,10 +136,14 @@ def run_one(module, decl, dtype, seed):
     lighten(findings)
     return {
         "dtype": dtype,
-        "summary": summarise(findings),
+        "depth": depth,
+        "summary": summarise(findings, not_run, unreached),
         "diagnosis": diagnosis,
         "cases_set_aside": set_aside,
         "detectors_not_run": sorted(skipped),
+        "not_run": not_run,
+        "unreached": unreached,
+        "reached": reached,
         "findings": [finding(f, decl) for f in findings],
     }
 

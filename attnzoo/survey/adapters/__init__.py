@@ -35,4 +35,6 @@ def declarations():
 
 
 def locator(name):
-    return f"{__name__}.{name}:sdpa"
+    """The adapter's ``sdpa``; a name that is a file path (a test's fake library) is that
+    file's."""
+    return f"{name}:sdpa" if name.endswith(".py") else f"{__name__}.{name}:sdpa"

@@ -1,0 +1,63 @@
+"""Fake libraries through the survey: each behaviour a real library shows, and how it reads.
+
+A documented convention is no finding; an undeclared refusal is one root cause, and a declared
+one is set aside; a compile on each new shape costs time and nothing else. The fakes live in
+tests/targets/survey/, each with its ``DECLARATION`` as an adapter has.
+"""
+
+import dataclasses
+import runpy
+from pathlib import Path
+
+import pytest
+
+from attnzoo.survey import run, write
+
+FAKES = Path(__file__).parent / "targets" / "survey"
+
+
+def survey(name, **declared):
+    """One run of the fake ``name`` at quick, float64, its declaration changed by ``declared``."""
+    path = str(FAKES / f"{name}.py")
+    decl = dataclasses.replace(runpy.run_path(path)["DECLARATION"], **declared)
+    return run.run_one(path, decl, "float64", 0, depth="quick", budget=0)
+
+
+def flagged(one):
+    return [f for f in one["findings"] if f["verdict"] in write.FLAGGED]
+
+
+def test_a_declared_uniform_convention_is_no_finding():
+    one = survey("uniform_rows")
+    assert one["summary"]["flagged"] == 0 and one["summary"]["passed"] > 10, flagged(one)
+    assert one["depth"] == "quick" and one["reached"]["tiers"]["quick"]
+
+
+def test_the_same_convention_undeclared_is_flagged_as_empty_rows():
+    one = survey("uniform_rows", empty_rows="zero", empty_rows_docs="")
+    assert one["summary"]["flagged"] > 0
+    assert "empty_rows_are_zero" in {f["detector"] for f in flagged(one)}
+    causes = [g for g in one["diagnosis"] if g["feature"]]
+    assert [g["feature"] for g in causes] == ["no_allowed_key"], one["diagnosis"]
+
+
+def test_an_undeclared_refusal_is_one_root_cause_of_crashes():
+    one = survey("refuses_gqa")
+    assert one["summary"]["flagged"] > 0
+    assert {f["verdict"] for f in flagged(one)} == {"crashed"}
+    causes = [g for g in one["diagnosis"] if g["feature"]]
+    assert len(causes) == 1 and "gqa" in causes[0]["features"], one["diagnosis"]
+
+
+def test_a_declared_refusal_is_set_aside_case_by_case():
+    message = runpy.run_path(str(FAKES / "refuses_gqa.py"))["MESSAGE"]
+    one = survey("refuses_gqa", refuses=(message,))
+    assert one["summary"]["flagged"] == 0, flagged(one)
+    assert write.refused_cases(one) and all("gqa" in c for c in write.refused_cases(one))
+
+
+@pytest.mark.parametrize("name", ["compiles_per_shape"])
+def test_a_compile_on_each_new_shape_costs_time_and_nothing_else(name):
+    one = survey(name)
+    assert one["summary"]["flagged"] == 0 and one["summary"]["hung"] == 0, flagged(one)
+    assert one["summary"]["seconds"] > 0
