@@ -1,8 +1,9 @@
 """Fake libraries through the survey: each behaviour a real library shows, and how it reads.
 
-A documented convention is no finding; an undeclared refusal is one root cause, and a declared
-one is set aside; a compile on each new shape costs time and nothing else. The fakes live in
-tests/targets/survey/, each with its ``DECLARATION`` as an adapter has.
+A documented convention is no finding; float32 internals for float64 inputs are one precision
+finding at every size, never a semantic one; an undeclared refusal is one root cause, and a
+declared one is set aside; a compile on each new shape costs time and nothing else. The fakes
+live in tests/targets/survey/, each with its ``DECLARATION`` as an adapter has.
 """
 
 import dataclasses
@@ -16,11 +17,12 @@ from attnzoo.survey import run, write
 FAKES = Path(__file__).parent / "targets" / "survey"
 
 
-def survey(name, **declared):
-    """One run of the fake ``name`` at quick, float64, its declaration changed by ``declared``."""
+def survey(name, depth="quick", **declared):
+    """One run of the fake ``name`` at ``depth``, float64, its declaration changed by
+    ``declared``."""
     path = str(FAKES / f"{name}.py")
     decl = dataclasses.replace(runpy.run_path(path)["DECLARATION"], **declared)
-    return run.run_one(path, decl, "float64", 0, depth="quick", budget=0)
+    return run.run_one(path, decl, "float64", 0, depth=depth, budget=0)
 
 
 def flagged(one):
@@ -39,6 +41,13 @@ def test_the_same_convention_undeclared_is_flagged_as_empty_rows():
     assert "empty_rows_are_zero" in {f["detector"] for f in flagged(one)}
     causes = [g for g in one["diagnosis"] if g["feature"]]
     assert [g["feature"] for g in causes] == ["no_allowed_key"], one["diagnosis"]
+
+
+def test_float32_internals_are_one_precision_finding_at_every_size():
+    one = survey("float32_inside", depth="standard")  # past a tile: the error grows with S
+    assert [f["detector"] for f in flagged(one)] == ["computes_at_input_precision"]
+    (cause,) = one["diagnosis"]
+    assert cause["feature"] == "dtype:float64" and cause["failing"] == 1, cause["sentence"]
 
 
 def test_an_undeclared_refusal_is_one_root_cause_of_crashes():
