@@ -127,6 +127,11 @@ class Reach:
         self.seen |= {f"{axis}:{value}" for axis, value in self.read(request) | place}
         return self.executor.run(request)
 
+    def fresh(self):
+        """The worker restarted (a detector's new instance); still noted here."""
+        self.executor = self.executor.fresh()
+        return self
+
     def __getattr__(self, name):
         return getattr(self.executor, name)
 

@@ -98,7 +98,7 @@ def run_check(locator, options, *, name=None, progress=None):
     from attnzoo.diagnosis.known import resembling
     from attnzoo.progress import Progress
     from attnzoo.report import INCOMPLETE, SCHEMA, describe_target, exit_code, summarise
-    from attnzoo.runner import run
+    from attnzoo.runner import end_of_run, run
     from attnzoo.sandbox import options as sandbox
     from attnzoo.sandbox import session
     from attnzoo.sandbox.executor import DeadlineReached
@@ -150,6 +150,11 @@ def run_check(locator, options, *, name=None, progress=None):
                         findings, skipped, why = session.run_all(
                             chosen, subject, battery, one, progress, n * len(chosen),
                             len(found) * len(chosen), stop)
+                    if why is None:  # every detector ran: the answers kept to the end, read
+                        try:
+                            findings = end_of_run(chosen, subject, findings)
+                        except DeadlineReached:
+                            pass  # the time ran out first: what the detectors found stands
                     diagnosis = diagnose([f.to_json() for f in findings]) if follow else []
                     resembles = resembling([f.to_json() for f in findings], target.contract,
                                            target.backend)

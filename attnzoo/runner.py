@@ -89,6 +89,42 @@ def run(detector, subject, battery, shrink=False, cases=False, shared=None):
     return finding
 
 
+class _AtEnd:
+    """A detector's ``at_end``, run as a detector of its own name, so that what fails there is
+    a finding like any other."""
+
+    def __init__(self, detector, ended):
+        self.NAME, self.detector, self.ended = detector.NAME, detector, ended
+        self.NEEDS = getattr(detector, "NEEDS", Needs())
+
+    def check(self, subject, battery):
+        self.detector.at_end(subject, self.ended)
+
+
+def end_of_run(chosen, subject, findings):
+    """The findings once every detector has run. Each worker keeps its first answers to its
+    end (attnzoo.sandbox.isolated); those that changed since they were returned go to every
+    detector with ``at_end``, and where that fails, and the detector had held, the failure is
+    its finding. An executor that keeps nothing to the end (in-process) changes nothing."""
+    ended = getattr(subject.executor, "ended", None)
+    changed = ended() if ended is not None else []
+    out = list(findings)
+    for detector in chosen:
+        mine = [i for i, f in enumerate(out) if f.detector == detector.NAME]
+        if not changed or not hasattr(detector, "at_end") or not mine \
+                or out[mine[0]].verdict != SURVIVED:
+            continue
+        late = run(_AtEnd(detector, changed), subject, None)
+        if late.caught:
+            held = out[mine[0]]
+            late.seconds += held.seconds
+            late.calls += held.calls
+            late.impl_seconds += held.impl_seconds
+            late.tiers, late.unsupported = held.tiers, held.unsupported
+            out[mine[0]] = late
+    return out
+
+
 def _check(detector, subject, battery):
     """Run the detector once. A refusal no trial caught ends it, with that case unfinished; a
     hang, or enough failing cases, stops a run that goes on past its first failure; so does

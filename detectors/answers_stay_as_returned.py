@@ -7,7 +7,9 @@ documents exactly this of CUDA-graph outputs). The sandbox keeps each answer as 
 returned; after later calls of smaller, larger and differently shaped inputs its arrays are
 read again and must be bit-identical to what was read at first; past the quick tier, once more a
 moment later (``LATE``), for an answer a background thread or stream changes after the call has
-returned. (That a call's *answer* does not depend on the calls before it — after a larger one
+returned. And in a check, where the harness keeps each worker's first answers to its end, those
+are read once more when the worker ends (``at_end``): a workspace that comes round again only
+after many calls (a ring of output buffers) has come round by then. (That a call's *answer* does not depend on the calls before it — after a larger one
 included — is :mod:`call_order_independence`'s property.)
 """
 
@@ -57,6 +59,20 @@ def as_returned(subject, case, answer, others, relation):
             expect.identical(answer.out, now.out, "out", ("returned", "later"))
             if answer.weights is not None:
                 expect.identical(answer.weights, now.weights, "weights", ("returned", "later"))
+
+
+def at_end(subject, ended):
+    """``ended``: [(request, values as returned, values when its worker ended)] of the answers
+    that changed: each is a failing case of this property."""
+    for request, returned, now in ended:
+        case = getattr(request, "case", None) or request.describe()
+        with subject.trial(case):
+            answer = subject.as_returned(request, returned)
+            with subject.case(case, answer, relation="the answer as returned, read again when "
+                              "its worker ended, after every later call"):
+                for i, (before, after) in enumerate(zip(returned, now)):
+                    expect.identical(before, after, "out" if i == 0 else f"answer {i}",
+                                     ("returned", "at the end"))
 
 
 def check(subject, battery):

@@ -4,7 +4,9 @@ A write into an input put back before the call returns leaves the bytes as they 
 NumPy inputs and torch's version counters see it (tests/targets/writes_and_restores.py scales
 its query, or softmax's x, in place and back). An answer a background thread changes a moment
 after the call returned reads unchanged by the calls right after it: past quick, kept answers
-are read once more a moment later (tests/targets/changes_after_return.py)."""
+are read once more a moment later (tests/targets/changes_after_return.py). An answer in a ring
+of output buffers changes only after many calls: each worker's first answers are read again
+when it ends (tests/targets/ring_of_outputs.py)."""
 
 import json
 
@@ -83,3 +85,19 @@ def test_an_answer_changed_a_moment_after_returning_is_read_again_later(monkeypa
 
 def test_no_late_reading_at_quick():
     assert "quick" not in stays.LATE  # the kill matrix's tier pays no wait
+
+
+def test_an_answer_overwritten_many_calls_later_is_read_at_the_end_of_the_run():
+    done = attnzoo("check", "tests/targets/ring_of_outputs.py:sdpa", "--depth", "quick",
+                   "--json")
+    impl = json.loads(done.stdout)["implementations"][0]
+    flagged = {f["detector"]: f for f in impl["findings"] if f["verdict"] == "killed"}
+    assert done.returncode == 1 and set(flagged) == {"answers_stay_as_returned"}, flagged
+    assert "read again when its worker ended" in flagged["answers_stay_as_returned"]["message"]
+
+
+def test_the_end_of_run_reading_flags_nothing_in_correct_code():
+    done = attnzoo("check", "torch.nn.functional:scaled_dot_product_attention", "--depth",
+                   "quick", "--only", "answers_stay_as_returned", "--only", "determinism",
+                   "--json")
+    assert done.returncode == 0, done.stdout[-2000:]

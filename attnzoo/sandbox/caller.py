@@ -30,6 +30,7 @@ class Kept(NamedTuple):
     answers: tuple
     args: list
     kwargs: dict
+    pinned: bool = False  # kept to the end of the run (Request.pin)
 
 
 def act(backend, request, kept, args, kwargs):

@@ -10,6 +10,8 @@ import os
 import signal
 import time
 
+import numpy as np
+
 from attnzoo.inert import inert
 from attnzoo.options import CALL_SECONDS
 from attnzoo.options import IMPORT_SECONDS as LOAD_SECONDS
@@ -51,6 +53,9 @@ class Isolated:
         self.warm, self.hung_cold = set(), set()
         self.manifest = None
         self.handles, self.issued, self.lost = 0, [], set()  # answers the worker keeps
+        self.pinned = []  # handles of the first answers this worker returned, kept to its end
+        self.first = {}  # handle -> (request, values): a pinned answer as returned
+        self.final = {}  # handle -> (values, dtypes): the same, read when its worker ended
         self._spawn()
         if target is not None:
             self.use(target)
@@ -67,8 +72,8 @@ class Isolated:
             child.close()
         self.sock = parent
         self.warm = set()
-        self.lost.update(self.issued)  # what the old worker kept died with it
-        self.issued = []
+        self.lost.update(self.issued + self.pinned)  # what the old worker kept died with it
+        self.issued, self.pinned = [], []
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -126,11 +131,26 @@ class Isolated:
     trusted = staticmethod(InProcess.trusted)
 
     def fresh(self):
-        """The same worker restarted: the implementation is imported anew, with no history."""
+        """The same worker restarted: the implementation is imported anew, with no history.
+        The answers kept to the end of the run are read first, for the last time: the end of
+        the run compares with that reading (:meth:`reread`)."""
+        self._read_pinned()
         self.close()
         self._spawn()
         self.use(self.target)
         return self
+
+    def _read_pinned(self):
+        """Read the pinned answers of the live worker, once, before it goes."""
+        for handle in self.pinned:
+            if self.proc is None or handle in self.final:
+                continue
+            try:
+                reply, out = self._exchange({"verb": "reread", "handle": handle}, (),
+                                            self.call_seconds, "re-reading a kept answer")
+                self.final[handle] = decide.reread(reply, out, handle, self.target)
+            except ImplementationFailure:  # no reading, so nothing is claimed of it
+                return
 
     def spare(self):
         """Where calls that must not touch this run's history would go: this worker itself,
@@ -150,6 +170,12 @@ class Isolated:
         header, buffers, sent = decide.encode(request, self.target)
         acted_on(self, request)
         handle = header["keep"] = new_handle(self, request)
+        pin = handle is None and self._pinned_first(request)
+        if pin:  # one of the worker's first answers: kept to its end, unasked
+            self.handles += 1
+            handle = header["keep"] = self.handles
+            header["pin"] = True
+            self.pinned.append(handle)
         try:
             reply, out = self._exchange(dict(header, verb="call"), buffers, limit,
                                         request.describe())
@@ -167,12 +193,33 @@ class Isolated:
             if reply["fail"] != CRASHED or not isinstance(what, str):
                 what = "sent a failure attnzoo cannot read"
             raise ImplementationFailure(CRASHED, inert(what[:2000]), request.describe())
-        return kept_as(decide.decide(reply, out, sent, buffers, request, self.target), handle)
+        result = decide.decide(reply, out, sent, buffers, request, self.target)
+        if pin:
+            self.first[handle] = (request, result.values)
+            return result
+        return kept_as(result, handle)
+
+    def _pinned_first(self, request):
+        """Is this one of the first :data:`FIRST` plain answers of this worker?"""
+        return (len(self.pinned) < FIRST and request.fn in ("sdpa", "attention", "softmax")
+                and request.grad is None and not request.gradcheck
+                and request.refill is None and request.overwrite is None)
+
+    def ended(self):
+        """[(request, values as returned, values at the end)] of each pinned answer that
+        changed: every worker's first answers, read when it was restarted or now (the end of
+        the run). An answer whose worker died before it could be read is not judged."""
+        self._read_pinned()
+        changed = []
+        for handle, (request, values) in self.first.items():
+            if handle in self.final and not _same(values, self.final[handle][0]):
+                changed.append((request, values, self.final[handle][0]))
+        return changed
 
     def reread(self, handle):
         """The answer of a call made with ``keep`` as the worker's arrays hold it now."""
         if self.proc is None:  # it died since: what it kept is gone with it
-            self.lost.update(self.issued)
+            self.lost.update(self.issued + self.pinned)
         still_kept(self, handle)
         reply, out = self._exchange({"verb": "reread", "handle": handle}, (),
                                     self.call_seconds, "re-reading a kept answer")
@@ -246,6 +293,14 @@ class Isolated:
 
 
 _PRINTED = "the implementation printed output"
+FIRST = 6  # answers each worker keeps from its first calls, read again when it ends
+
+
+def _same(before, after):
+    """Bit for bit the same arrays (NaN where NaN was)."""
+    return len(before) == len(after) and all(
+        a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+        for a, b in zip(map(np.asarray, before), map(np.asarray, after)))
 ID = 200  # characters of a zoo id
 
 

@@ -24,6 +24,7 @@ from detectors.kit.calls import RETURNS
 from detectors.kit.verdict import CRASHED, ImplementationFailure
 
 KEPT = 16  # answers kept as returned (Request.keep), oldest dropped first
+PINNED = 8  # answers kept to the end of the run (Request.pin), apart from those
 
 
 def execute(obj, target, manifest, request, kept=None):
@@ -54,9 +55,11 @@ def execute(obj, target, manifest, request, kept=None):
     seconds = time.perf_counter() - start
     items = _unpack(answer, request, backend)
     if request.get("keep") is not None and kept is not None:
-        kept[request["keep"]] = caller.Kept(items, list(args), dict(kwargs))  # the objects
-        while len(kept) > KEPT:
-            kept.pop(next(iter(kept)))
+        pinned = bool(request.get("pin"))  # the objects, kept; the oldest of its kind dropped
+        kept[request["keep"]] = caller.Kept(items, list(args), dict(kwargs), pinned)
+        same = [h for h, k in kept.items() if k.pinned == pinned]
+        for handle in same[:max(0, len(same) - (PINNED if pinned else KEPT))]:
+            kept.pop(handle)
     # the inputs, read back only when the request asks whether the call changed them
     arrays = [a for a in list(args) + list(kwargs.values())
               if request.get("inputs") and backend.is_array(a)]

@@ -232,6 +232,11 @@ class Subject(Offers, Trials):
         return Answer(result.values[0], None, result.dtypes[0], (request,), result.mutated,
                       kept=result.kept)
 
+    def as_returned(self, request, values):
+        """An answer to ``request`` made of ``values`` (as the executor returned them), for
+        the evidence of a relation on it."""
+        return Answer(values[0], None, request.dtype, (request,))
+
     def reread(self, answer):
         """``answer`` (made with ``keep=True``) as the arrays it returned hold it now: an Answer
         whose out (and weights, for a lesson function) are read again after later calls."""
