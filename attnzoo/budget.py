@@ -49,16 +49,19 @@ def units(detectors, contract, depth, order=None):
 
 def merge(found):
     """One detector's finding from its finding at each tier reached: the shallowest tier that
-    flagged it, else the deepest that checked anything; the time, calls and cases set aside of
-    every tier run."""
-    from detectors.kit.verdict import NA
+    flagged it; else a detector error at any tier; else the deepest tier where it held; else
+    the deepest where its cases were outside what the target supports; else n/a. The time,
+    calls and cases set aside of every tier run are added up."""
+    from detectors.kit.verdict import ERROR, SURVIVED, UNSUPPORTED
 
     found = sorted(found, key=lambda tf: DEPTHS.index(tf[0]))
-    chosen = next((f for _, f in found if f.caught), None)
-    if chosen is None:
-        checked = [f for _, f in found if f.verdict != NA]
-        chosen = (checked or [f for _, f in found])[-1]
-    for _, f in found:
+    findings = [f for _, f in found]
+    chosen = next((f for f in findings if f.caught), None) \
+        or next((f for f in findings if f.verdict == ERROR), None) \
+        or next((f for f in reversed(findings) if f.verdict == SURVIVED), None) \
+        or next((f for f in reversed(findings) if f.verdict == UNSUPPORTED), None) \
+        or findings[-1]
+    for f in findings:
         if f is not chosen:
             chosen.seconds += f.seconds
             chosen.calls += f.calls

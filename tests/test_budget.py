@@ -66,9 +66,13 @@ def test_a_detectors_tiers_merge_into_the_first_that_flagged_it():
     merged = budget.merge([("standard", deeper), ("quick", quick)])  # in the order they ran
     assert merged is deeper and merged.tiers == ["quick", "standard"]
     assert (merged.calls, merged.seconds) == (8, 3.0)
-    clean = budget.merge([("quick", Finding("d", "t", "survived", "held")),
-                          ("standard", Finding("d", "t", "n/a", "none apply"))])
-    assert clean.verdict == "survived"  # n/a at a tier does not undo what a tier checked
+    for other in ("n/a", "unsupported"):  # a tier with nothing to check undoes nothing
+        clean = budget.merge([("quick", Finding("d", "t", "survived", "held")),
+                              ("standard", Finding("d", "t", other, "none apply"))])
+        assert clean.verdict == "survived", other
+    broken = budget.merge([("quick", Finding("d", "t", "survived", "held")),
+                           ("standard", Finding("d", "t", "error", "detector error"))])
+    assert broken.verdict == "error"  # a fault of attnzoo at any tier is never hidden
 
 
 def test_the_committed_order_names_only_units_of_the_suite():
