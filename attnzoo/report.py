@@ -7,7 +7,7 @@ changes meaning, never silently.
 from attnzoo.diagnosis import known
 from attnzoo.inert import inert
 from attnzoo.vocabulary import VERDICTS
-from detectors.kit.capabilities import layout, limits
+from detectors.kit.capabilities import grouping, layout, limits
 from detectors.kit.conventions import declared as convention
 from detectors.kit.verdict import (
     CAUGHT,
@@ -77,6 +77,7 @@ def describe_target(target, dtype, seed, manifest=None):
         "unsupported": sorted(limits(declared)),
         "refuses": list(refuses),
         "layout": layout(declared),  # BHLE: (N, H, L, E); BLHE: declared, adapted by attnzoo
+        "gqa_grouping": grouping(declared),  # contiguous (SDPA's); interleaved: adapted too
     }
 
 
@@ -109,6 +110,9 @@ def text(section, detectors, verbose=False):
     if t.get("layout", "BHLE") != "BHLE":
         lines.append(f"  declared layout: {LAYOUT_WORDS[t['layout']]}: the harness transposes "
                      "query, key and value in and the answer out (the mask stays (N, H, L, S))")
+    if t.get("gqa_grouping", "contiguous") != "contiguous":
+        lines.append("  declared head grouping: interleaved (query head h reads key/value head "
+                     "h mod H_kv): the harness reorders the query heads in and the answer out")
     if t.get("refuses"):
         lines.append("  refusals it names: " + "; ".join(f"'{inert(r)}'" for r in t["refuses"]))
     lines += diagnosis_lines(section.get("diagnosis") or [], section.get("reproductions"),

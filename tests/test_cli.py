@@ -48,7 +48,8 @@ TIMEOUT = 180  # seconds: a generous ceiling for any one command; most take 1 to
 VERDICTS = {"killed", "nan", "crashed", "hung", "survived", "n/a", "unsupported", "error"}
 FLAGGED = {"killed", "nan", "crashed", "hung"}
 TARGET_KEYS = {"name", "locator", "contract", "backend", "mask_convention", "causal_alignment",
-               "empty_rows", "device", "dtype", "seed", "unsupported", "refuses", "layout"}
+               "empty_rows", "device", "dtype", "seed", "unsupported", "refuses", "layout",
+               "gqa_grouping"}
 SUMMARY_KEYS = {"detectors", "passed", "flagged", "killed", "nan", "crashed", "hung",
                 "not_applicable", "unsupported", "cases_unsupported", "errors", "not_run",
                 "unreached",

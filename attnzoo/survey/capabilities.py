@@ -32,6 +32,7 @@ class Declaration:
     docs: str = ""  # where the library documents the function
     empty_rows: str = "zero"  # a query with no allowed key: zero, or uniform (1/S, mean of V)
     empty_rows_docs: str = ""  # where the library documents (or its source does) that convention
+    gqa_grouping_docs: str = ""  # where it shows its grouping, when it declares gqa=interleaved
 
     def __post_init__(self):
         unknown = set(self.unsupported) - set(VOCABULARY)
@@ -44,6 +45,9 @@ class Declaration:
         if self.empty_rows != "zero" and not self.empty_rows_docs:
             raise ValueError(f"{self.name}: declares empty_rows {self.empty_rows!r} without "
                              "empty_rows_docs, the link that says the library does so")
+        if "gqa=interleaved" in self.unsupported and not self.gqa_grouping_docs:
+            raise ValueError(f"{self.name}: declares gqa=interleaved without gqa_grouping_docs, "
+                             "the link that shows the library does so")
         if "float64" in self.unsupported and "float64" in self.dtypes:
             raise ValueError(f"{self.name}: declares float64 unsupported but lists it in dtypes")
 

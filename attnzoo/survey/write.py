@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from attnzoo.survey.capabilities import VOCABULARY
-from detectors.kit.capabilities import LAYOUTS
+from detectors.kit.capabilities import ADAPTED
 
 FLAGGED = ("killed", "nan", "crashed", "hung")
 EMPTY_ROWS = {"zero": "zero weights and a zero output row",
@@ -124,13 +124,13 @@ def markdown(doc):
         out.append(f"| {row['name']} ({row['title']}) | {row['version'] or 'not installed'} | "
                    f"{', '.join(row['unsupported']) or 'none'} | "
                    + (f"{convention(row)} | " if conventions else "") + " | ".join(cells) + " |")
-    limits = {k: v for k, v in VOCABULARY.items() if k not in LAYOUTS}
+    limits = {k: v for k, v in VOCABULARY.items() if k not in ADAPTED}
     out += ["", "Capabilities vocabulary: " + "; ".join(f"`{k}`: {v}"
                                                       for k, v in limits.items()) + ".", ""]
-    declared = sorted({w for row in rows for w in row["unsupported"] if w in LAYOUTS})
-    if declared:  # a layout is not a limit: the harness adapts the calls, every case runs
-        out += ["Layouts declared: " + "; ".join(f"`{w}`: {VOCABULARY[w]}" for w in declared)
-                + ".", ""]
+    declared = sorted({w for row in rows for w in row["unsupported"] if w in ADAPTED})
+    if declared:  # not limits: the harness adapts the calls, every case runs
+        out += ["Conventions declared, adapted by the harness: "
+                + "; ".join(f"`{w}`: {VOCABULARY[w]}" for w in declared) + ".", ""]
     for row in rows:
         out += section(row)
     return "\n".join(out) + "\n"
@@ -146,7 +146,11 @@ def section(row):
                   if row["refuses"] else "")
                + f"; is_causal aligned {row['causal_alignment']}"
                + (f"; a query with no allowed key gets {EMPTY_ROWS[row['empty_rows']]} "
-                  f"(empty rows {convention(row)})" if "empty_rows" in row else "") + ".")
+                  f"(empty rows {convention(row)})" if "empty_rows" in row else "")
+               + ("; grouped query heads interleaved, query head h reading key/value head h mod "
+                  f"H_kv ([where it does so]({row['gqa_grouping_docs']}); the harness reorders "
+                  "the heads, so it is no finding)" if row.get("gqa_grouping_docs") else "")
+               + ".")
     for run in row["runs"]:
         out += ["", f"### {row['name']} at {run['dtype']}"
                 + (f", {run['depth']}" if run.get("depth") else "") + f": {cell(run)}", ""]

@@ -25,8 +25,16 @@ VOCABULARY = {
     "layout=BLHE": "query/key/value and the answer laid out (N, L, H, E), not (N, H, L, E): "
                    "the harness transposes them (the mask stays (N, H, L, S), as jax.nn and "
                    "keras take it)",
+    # a convention, adapted by the harness like the layout: every case still runs
+    "gqa=interleaved": "grouped query heads interleaved: query head h reads key/value head "
+                       "h mod H_kv (key/value heads tiled, as x-transformers' "
+                       "repeat('b kvh n d -> b (r kvh) n d') does), not h // (H_q / H_kv): the "
+                       "harness reorders the query heads (and a per-head mask) in and the "
+                       "answer out",
 }
 LAYOUTS = {"layout=BLHE": "BLHE"}  # declared word -> the layout's axis letters
+INTERLEAVED = "gqa=interleaved"
+ADAPTED = frozenset(LAYOUTS) | {INTERLEAVED}  # conventions the harness adapts, not limits
 # refusals every target may give: torch's SDPA dispatcher finding no kernel for a call
 ALWAYS_REFUSED = ("No available kernel",)
 
@@ -51,8 +59,14 @@ def layout(declared):
 
 
 def limits(declared):
-    """The declared words that are limits (cases set aside), without the layout."""
-    return tuple(d for d in declared if d not in LAYOUTS)
+    """The declared words that are limits (cases set aside), without the adapted conventions."""
+    return tuple(d for d in declared if d not in ADAPTED)
+
+
+def grouping(declared):
+    """How a target's grouped query heads read key/value heads: "contiguous" (SDPA's
+    enable_gqa: head h reads h // (H_q / H_kv)) or "interleaved" (h mod H_kv)."""
+    return "interleaved" if INTERLEAVED in declared else "contiguous"
 
 
 def features(call):

@@ -1,5 +1,5 @@
 """Calls adapted to what a kernel accepts, by the harness rather than the user: other layouts,
-and E == Ev twins of E != Ev calls.
+interleaved head groups, and E == Ev twins of E != Ev calls.
 
 Layouts other than SDPA's (..., H, L, E).
 
@@ -36,6 +36,34 @@ def swapped_back(result):
     grads = result.grads and {n: back(g) if n in ("query", "key", "value") else g
                               for n, g in result.grads.items()}
     return replace(result, values=(back(out),) + tuple(result.values[1:]), grads=grads)
+
+def interleaving(Hq, Hk):
+    """The query-head order that makes a kernel grouping heads *interleaved* (query head j reads
+    key/value head j mod Hk) compute SDPA's contiguous grouping (head h reads h // (Hq/Hk)):
+    sent head j is the caller's head (j mod Hk)·g + j // Hk, g = Hq / Hk, so it reads the
+    key/value head the caller's head does. Its inverse puts the answer's heads back."""
+    g = Hq // Hk
+    order = np.array([(j % Hk) * g + j // Hk for j in range(Hq)])
+    return order, np.argsort(order)
+
+
+def heads_in(a, order):
+    """``a`` with its head axis (-3) in ``order``; an array without a head axis of that size
+    (a mask broadcast over heads) as it is."""
+    if isinstance(a, np.ndarray) and a.ndim >= 3 and a.shape[-3] == len(order):
+        return np.ascontiguousarray(a[..., order, :, :])
+    return a
+
+
+def regrouped_back(result, inverse):
+    """The answer of a call sent with its query heads reordered, in the caller's order: out,
+    and the gradients of the query and of a per-head mask (key and value heads never move)."""
+    grads = result.grads and {n: heads_in(g, inverse) if n in ("query", "attn_mask") else g
+                              for n, g in result.grads.items()}
+    out = result.values[0]
+    return replace(result, values=(heads_in(out, inverse),) + tuple(result.values[1:]),
+                   grads=grads)
+
 
 def pad_last(a, n):
     """``a`` with zeros appended on its last axis up to size ``n``."""

@@ -79,6 +79,9 @@ def refuse(target, requests, claim):
     if any(getattr(r, "swapped", False) for r in requests):
         raise NoScript("the target declared the (N, L, H, E) layout, which the script does "
                        "not rearrange")
+    if any(getattr(r, "regrouped", None) is not None for r in requests):
+        raise NoScript("the target declared interleaved head groups, which the script does "
+                       "not reorder")
     if claim.kind == "gradient" and requests[claim.call].kwargs.get("dropout_p"):
         raise NoScript("a gradient through dropout: there is no exact gradient to compare with")
     if claim.kind == "oracle" and not _judged(requests, claim):

@@ -3,14 +3,16 @@
 What a subject sends an SDPA-style callable: the mask in the declared convention, the
 keywords the call uses, the E == Ev twin of an E ≠ Ev call for a kernel that needs one (the
 scores' 1/sqrt(E) kept by the scale, or by a rescaled query where the kernel takes none), the
-parts the target declared unsupported refused before any call, the (N, L, H, E) layout where it
-declared that, and a self-attention call as SDPA on its (N, 1, T, d) projections.
+parts the target declared unsupported refused before any call, the (N, L, H, E) layout and the
+interleaved head groups where it declared them, and a self-attention call as SDPA on its
+(N, 1, T, d) projections.
 """
 
 import numpy as np
 
 from detectors.kit.calls import Request
-from detectors.kit.layout import heads_last, pad_last, twin
+from detectors.kit.capabilities import INTERLEAVED
+from detectors.kit.layout import heads_in, heads_last, interleaving, pad_last, twin
 from detectors.kit.verdict import Unsupported
 
 
@@ -69,6 +71,14 @@ def build(subject, call, v, dtype, **kw):
     if lacking:
         raise Unsupported(subject.current or call.name,
                           f"declared unsupported: {', '.join(lacking)}")
+    regrouped = None
+    if call.gqa and INTERLEAVED in subject.unsupported and k.shape[-3] < q.shape[-3]:
+        order, regrouped = interleaving(q.shape[-3], k.shape[-3])  # sent order; its inverse
+        q = heads_in(q, order)
+        if "attn_mask" in kwargs:
+            kwargs["attn_mask"] = heads_in(kwargs["attn_mask"], order)
+        if kw.get("grad") is not None:
+            kw["grad"] = heads_in(kw["grad"], order)
     swapped = subject.layout == "BLHE" and q.ndim >= 3
     if swapped:  # (..., H, L, E) -> (..., L, H, E), and the upstream gradient alike; the
         # mask stays (..., H, L, S), as (N, L, H, E) libraries take it (detectors.kit.layout)
@@ -78,6 +88,7 @@ def build(subject, call, v, dtype, **kw):
     request = Request("sdpa", (q, k, v), kwargs, dtype=dtype,
                       device=subject.target.device, layout=call.spec.layout, **kw)
     request.case, request.crop, request.swapped = call.name, (crop and (E, Ev, q_factor)), swapped
+    request.regrouped = regrouped
     return request
 
 

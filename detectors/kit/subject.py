@@ -16,7 +16,7 @@ from detectors.kit import expect, sdpa_request
 from detectors.kit.calls import Request
 from detectors.kit.capabilities import refusal
 from detectors.kit.judge import Judge
-from detectors.kit.layout import bare, cropped, swapped_back
+from detectors.kit.layout import bare, cropped, regrouped_back, swapped_back
 from detectors.kit.offers import Offers
 from detectors.kit.outcomes import Record
 from detectors.kit.trials import Trials
@@ -114,6 +114,8 @@ class Subject(Offers, Trials):
             result = cropped(result, *request.crop)
         if getattr(request, "swapped", False):
             result = swapped_back(result)
+        if getattr(request, "regrouped", None) is not None:
+            result = regrouped_back(result, request.regrouped)
         self.run.calls += 1
         self.run.impl_seconds += result.seconds
         if result.kept is not None:  # for a reproduction of what a caller did with it
@@ -246,6 +248,8 @@ class Subject(Offers, Trials):
             values = cropped(bare(values), *crop).values
         if getattr(answer.requests[0], "swapped", False):  # read in its layout, as it was sent
             values = swapped_back(bare(values)).values
+        if getattr(answer.requests[0], "regrouped", None) is not None:
+            values = regrouped_back(bare(values), answer.requests[0].regrouped).values
         weights = values[1] if len(values) > 1 and answer.weights is not None else None
         return Answer(values[0], weights, dtypes[0], answer.requests[:1])
 

@@ -4,8 +4,9 @@ Converts: ``attn_mask`` to Attend's arguments, broadcast to rank 4 by adding siz
 2-D mask means (batch, keys) padding to Attend) — a bool mask to ``mask`` (True = attend, as
 SDPA), a float mask to ``attn_bias`` (added to the scores); ``is_causal``, ``scale`` and
 ``dropout_p`` to Attend's constructor, as x-transformers' Attention builds it (training mode
-when p > 0). Grouped heads
-are Attend's own (it shares key/value heads whenever there are fewer of them).
+when p > 0). Grouped heads are Attend's own: it shares key/value heads whenever there are fewer
+of them, tiled (query head h reads key/value head h mod H_kv), which it declares
+(``gqa=interleaved``) for the harness to adapt.
 """
 
 from attnzoo.survey.adapters import _lazy
@@ -14,7 +15,11 @@ from attnzoo.survey.capabilities import Declaration
 DECLARATION = Declaration(
     name="xt-attend", title="x-transformers Attend(flash=False)",
     distribution="x-transformers", module="x_transformers.attend",
-    unsupported=frozenset({"rank_other_than_4"}),  # einsum 'b h i d'
+    # einsum 'b h i d'; key/value heads tiled, repeat('b kvh n d -> b (r kvh) n d'): query
+    # head h reads key/value head h mod H_kv, a convention the harness adapts
+    unsupported=frozenset({"rank_other_than_4", "gqa=interleaved"}),
+    gqa_grouping_docs="https://github.com/lucidrains/x-transformers/blob/main/x_transformers/"
+                      "attend.py",
     # create_causal_mask(i, j) = ones(i, j).triu(j - i + 1): the last query sees every key
     causal_alignment="bottom-right",
     docs="https://github.com/lucidrains/x-transformers",

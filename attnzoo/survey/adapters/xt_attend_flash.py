@@ -10,7 +10,9 @@ from attnzoo.survey.capabilities import Declaration
 DECLARATION = Declaration(
     name="xt-attend-flash", title="x-transformers Attend(flash=True)",
     distribution="x-transformers", module="x_transformers.attend",
-    unsupported=frozenset({"rank_other_than_4"}),
+    unsupported=frozenset({"rank_other_than_4", "gqa=interleaved"}),  # as xt-attend
+    gqa_grouping_docs="https://github.com/lucidrains/x-transformers/blob/main/x_transformers/"
+                      "attend.py",
     # create_causal_mask(i, j) = ones(i, j).triu(j - i + 1): the last query sees every key
     causal_alignment="bottom-right",
     refuses=("No available kernel",),
