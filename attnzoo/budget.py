@@ -14,7 +14,10 @@ its input space the calls that ran covered.
 """
 
 import json
+from dataclasses import replace
 from pathlib import Path
+
+import numpy as np
 
 from detectors.kit.depths import DEPTHS
 
@@ -117,6 +120,13 @@ class Reach:
         self.run_of, self.last, self.count = None, {}, 0
 
     def run(self, request):
+        try:
+            self._note(request)
+        except Exception:  # noqa: BLE001 - what was reached is a report, never a verdict
+            pass
+        return self.executor.run(request)
+
+    def _note(self, request):
         from attnzoo.space_values import _fingerprint
 
         if self.subject.run is not self.run_of:  # a new detector: a new sequence of calls
@@ -127,8 +137,10 @@ class Reach:
                        else "repeated later"))
         self.last[key] = self.count
         self.count += 1
+        if getattr(request, "swapped", False):  # read in SDPA's (..., H, L, E), as the call is
+            request = replace(request, args=tuple(np.swapaxes(a, -3, -2) if np.ndim(a) >= 3
+                                                  else a for a in request.args))
         self.seen |= {f"{axis}:{value}" for axis, value in self.read(request) | place}
-        return self.executor.run(request)
 
     def fresh(self):
         """The worker restarted (a detector's new instance); still noted here."""
