@@ -201,12 +201,12 @@ def test_the_survey_page_shows_conventions_apart_from_the_flagged_counts():
            "runs": [one]}
     doc = {"seed": 0, "python": "3", "platform": "x", "implementations": [dict(row)]}
     old = write.markdown(doc)  # recorded before conventions were declared: no column
-    assert "empty rows" not in old and "| lib (lib.attention) | 1 | none | 2 flagged" in old
+    assert "conventions |" not in old and "| lib (lib.attention) | 1 | none | 2 flagged" in old
     row.update(empty_rows="uniform", empty_rows_docs="https://example.org/lib")
     page = write.markdown({**doc, "implementations": [row]})
-    assert "| implementation | version | declared unsupported | empty rows | float32 |" in page
-    assert "| lib (lib.attention) | 1 | none | [uniform](https://example.org/lib) | 2 flagged" \
-        in page
+    assert "| implementation | version | declared unsupported | conventions | float32 |" in page
+    assert "| lib (lib.attention) | 1 | none | empty rows [uniform](https://example.org/lib) | " \
+        "2 flagged" in page
     assert "weight 1/S on each of the S keys" in page
 
 

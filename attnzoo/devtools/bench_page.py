@@ -195,7 +195,9 @@ def block_long_runs(data):
     ran = [i for i in data["survey"]["implementations"] if not i.get("skipped")]
     slowest = max(ran, key=lambda i: i["seconds"])
     m = data["mutants"]
-    return [f"- `attnzoo survey` ({source('survey')}): {len(ran)} implementations in "
+    how = (f" at --depth {data['survey']['depth']}, --budget {data['survey']['budget']:g} s "
+           "each" if data["survey"].get("depth") else "")
+    return [f"- `attnzoo survey` ({source('survey')}): {len(ran)} implementations{how} in "
             f"{sum(i['seconds'] for i in ran):.0f} s, the slowest `{slowest['name']}` "
             f"({slowest['seconds']:.0f} s).",
             f"- `attnzoo mutants` ({source('mutants')}): {m['mutmut']['total']} mutants, "

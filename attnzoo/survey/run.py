@@ -167,5 +167,6 @@ def line(row):
         causes = sum(1 for g in r.get("diagnosis", ()) if g["feature"])
         parts.append(f"{r['dtype']}: {s['flagged']} flagged" + (f" ({detail})" if detail else "")
                      + (f" from {causes} root cause{'s' if causes != 1 else ''}" if causes
-                        else "") + f", {s['passed']} ok, {s['not_applicable']} n/a")
+                        else "") + f", {s['passed']} ok, {s['not_applicable']} n/a"
+                     + (f", {s['errors']} DETECTOR ERRORS" if s.get("errors") else ""))
     return f"{head} " + "; ".join(parts)

@@ -5,8 +5,9 @@ declared limits and its findings by root cause (``attnzoo.diagnosis``): one per 
 failing cases share, with the smallest reproducing call and its reproduction, so a finding can
 be filed upstream as it stands; the flagged detectors follow as detail. A run recorded before
 the diagnosis existed lists the flagged detectors with their reproductions, as it did. The
-convention each library declares for a query with no allowed key has a column of its own,
-apart from the flagged counts; a document recorded before conventions were declared has none.
+conventions each library declares (empty rows, head grouping, layout) have a column of their
+own, apart from the limits and the flagged counts; a document recorded before conventions were
+declared has none.
 """
 
 import json
@@ -46,6 +47,8 @@ def cell(run):
     text = f"{s['flagged']} flagged, {s['passed']} ok, {s['not_applicable']} n/a"
     if s.get("unsupported"):
         text += f", {s['unsupported']} unsupported"
+    if s.get("errors"):  # a fault of attnzoo, never of the library: shown, so it gets fixed
+        text += f", {s['errors']} detector error{'s' if s['errors'] != 1 else ''}"
     aside = []
     if s.get("not_run") or s.get("unreached"):
         aside.append("budget spent: " + ", ".join(
@@ -66,9 +69,9 @@ def depth_words(doc):
         return " Battery: the quick tier, every detector to its end."
     limit = (f"until {doc['budget']:g} s per implementation and dtype are spent"
              if doc.get("budget") else "with no time limit")
-    return (f" Battery: the {doc['depth']} tier, as `attnzoo check --budget` runs it: units of one "
-            "detector on the cases one tier adds, the most telling first (measured from the kill "
-            f"matrix), {limit}; a row says what the time did not reach.")
+    return (f" Battery: the {doc['depth']} tier, in the order `attnzoo check --budget` uses: "
+            "units of one detector on the cases one tier adds, the most telling first (measured "
+            f"from the kill matrix), {limit}; a row says what the time did not reach.")
 
 
 def budget_lines(run):
@@ -88,10 +91,29 @@ def convention(row):
     return f"[{row['empty_rows']}]({link})" if link else row["empty_rows"]
 
 
+def conventions(row):
+    """Every convention the row declares, each linked where the library shows it: its empty
+    rows, a causal alignment other than top-left, and the head grouping and layout the harness
+    adapts."""
+    words = [f"empty rows {convention(row)}"]
+    if row.get("causal_alignment", "top-left") != "top-left":
+        words.append(f"is_causal {row['causal_alignment']}")
+    if row.get("gqa_grouping_docs"):
+        words.append(f"head groups [interleaved]({row['gqa_grouping_docs']})")
+    if "layout=BLHE" in row["unsupported"]:
+        words.append("layout (N, L, H, E)")
+    return "; ".join(words)
+
+
+def limits(row):
+    """What the row declares it does not support: its words less the adapted conventions."""
+    return [w for w in row["unsupported"] if w not in ADAPTED]
+
+
 def markdown(doc):
     rows = doc["implementations"]
     dtypes = sorted({r["dtype"] for row in rows for r in row["runs"]}, reverse=True)
-    conventions = any("empty_rows" in row for row in rows)  # recorded since they are declared
+    declared = any("empty_rows" in row for row in rows)  # recorded since they are declared
     out = [
         "# Survey: the detectors on the attention people use",
         "",
@@ -105,16 +127,18 @@ def markdown(doc):
            "torch's \"No available kernel\"): it is set aside for that case only, and every "
            "detector runs the cases that remain." if any(refused_cases(r) for row in rows
                                                          for r in row["runs"]) else "")
-        + (" *Empty rows* is what the library declares a query with no allowed key gives (zero: "
+        + (" *Conventions* are what the library declares where libraries legitimately differ: "
+           "*empty rows* is what a query with no allowed key gives (zero: "
            f"{EMPTY_ROWS['zero']}, as PyTorch since 2.5; uniform: {EMPTY_ROWS['uniform']}, as a "
            "large negative fill gives), linked to where the library says or does so: the "
-           "detectors judge each library by its own convention, so it is a convention, not a "
-           "finding, and it is in none of the flagged counts." if conventions else ""),
+           "detectors judge each library by its own convention; *head groups* and *layout* the "
+           "harness adapts before any detector runs. None of them is a finding, and none is in "
+           "the flagged counts." if declared else ""),
         "",
-        "| implementation | version | declared unsupported | " + ("empty rows | " if conventions
+        "| implementation | version | declared unsupported | " + ("conventions | " if declared
                                                                  else "")
         + " | ".join(dtypes) + " |",
-        "| --- | --- | --- | " + ("--- | " if conventions else "")
+        "| --- | --- | --- | " + ("--- | " if declared else "")
         + " | ".join("---" for _ in dtypes) + " |",
     ]
     for row in rows:
@@ -122,15 +146,15 @@ def markdown(doc):
         cells = [cell(by[d]) if d in by else ("skipped" if row["skipped"] else "—")
                  for d in dtypes]
         out.append(f"| {row['name']} ({row['title']}) | {row['version'] or 'not installed'} | "
-                   f"{', '.join(row['unsupported']) or 'none'} | "
-                   + (f"{convention(row)} | " if conventions else "") + " | ".join(cells) + " |")
-    limits = {k: v for k, v in VOCABULARY.items() if k not in ADAPTED}
+                   f"{', '.join(limits(row)) or 'none'} | "
+                   + (f"{conventions(row)} | " if declared else "") + " | ".join(cells) + " |")
+    words = {k: v for k, v in VOCABULARY.items() if k not in ADAPTED}
     out += ["", "Capabilities vocabulary: " + "; ".join(f"`{k}`: {v}"
-                                                      for k, v in limits.items()) + ".", ""]
-    declared = sorted({w for row in rows for w in row["unsupported"] if w in ADAPTED})
-    if declared:  # not limits: the harness adapts the calls, every case runs
+                                                      for k, v in words.items()) + ".", ""]
+    adapted = sorted({w for row in rows for w in row["unsupported"] if w in ADAPTED})
+    if adapted:  # not limits: the harness adapts the calls, every case runs
         out += ["Conventions declared, adapted by the harness: "
-                + "; ".join(f"`{w}`: {VOCABULARY[w]}" for w in declared) + ".", ""]
+                + "; ".join(f"`{w}`: {VOCABULARY[w]}" for w in adapted) + ".", ""]
     for row in rows:
         out += section(row)
     return "\n".join(out) + "\n"
@@ -141,7 +165,7 @@ def section(row):
            f"{row['title']} — adapter `{row['adapter']}`, docs {row['docs'] or '-'}.", ""]
     if row["skipped"]:
         return out + [f"Skipped: {row['skipped']}", ""]
-    out.append(f"Declared unsupported: {', '.join(row['unsupported']) or 'nothing'}"
+    out.append(f"Declared unsupported: {', '.join(limits(row)) or 'nothing'}"
                + (f"; refusals it names: {', '.join(repr(r) for r in row['refuses'])}"
                   if row["refuses"] else "")
                + f"; is_causal aligned {row['causal_alignment']}"
@@ -150,7 +174,8 @@ def section(row):
                + ("; grouped query heads interleaved, query head h reading key/value head h mod "
                   f"H_kv ([where it does so]({row['gqa_grouping_docs']}); the harness reorders "
                   "the heads, so it is no finding)" if row.get("gqa_grouping_docs") else "")
-               + ".")
+               + ("; laid out (N, L, H, E), which the harness transposes"
+                  if "layout=BLHE" in row["unsupported"] else "") + ".")
     for run in row["runs"]:
         out += ["", f"### {row['name']} at {run['dtype']}"
                 + (f", {run['depth']}" if run.get("depth") else "") + f": {cell(run)}", ""]
