@@ -35,6 +35,12 @@ class Recorder:
         self.sink.append(request)
         return self.executor.run(request)
 
+    def fresh(self):
+        """A new instance of the implementation (call_order_independence asks for one): its
+        calls are noted as well."""
+        self.executor = self.executor.fresh()
+        return self
+
     def __getattr__(self, name):
         return getattr(self.executor, name)
 
