@@ -17,7 +17,7 @@ import time
 from attnzoo.diagnosis.cases import lighten, reproduce_smallest
 from attnzoo.diagnosis.group import diagnose
 from attnzoo.report import summarise
-from attnzoo.runner import run
+from attnzoo.runner import end_of_run, run
 from attnzoo.sandbox.executor import DeadlineReached
 from attnzoo.sandbox.isolated import Isolated
 from attnzoo.sandbox.target import BadTarget, Target
@@ -126,9 +126,14 @@ def run_one(module, decl, dtype, seed, depth=DEPTH, budget=BUDGET):
         subject = Subject(target, executor, dtype, scoped=True)  # every call at this dtype
         reach = subject.executor = gate.Reach(executor, subject)
         with open(os.devnull, "w") as quiet:
-            findings, not_run, unreached, _ = gate.run(
+            findings, not_run, unreached, why = gate.run(
                 chosen, subject, seed, depth, functools.partial(run, cases=True),
                 Progress(quiet))
+        if why is None:  # every unit ran: each worker's first answers, read at its end
+            try:
+                findings = end_of_run(chosen, subject, findings)
+            except DeadlineReached:
+                pass
         reached = gate.reached(findings, {d.NAME: d for d in chosen}, "sdpa", reach.seen)
     finally:
         executor.close()
