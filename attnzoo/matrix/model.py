@@ -5,6 +5,7 @@ order; columns are the detectors, grouped by oracle kind, then the two baseline 
 is a kind of ``attnzoo.vocabulary.CELLS``. Text and markdown are ``attnzoo.matrix.render``'s.
 """
 
+import gc
 import json
 from dataclasses import dataclass, field
 
@@ -187,6 +188,9 @@ def evaluate(seed=0, repeat=1, select=None, device="cpu", dtype="float64", progr
     chosen = [r for r in rows(depth) if select is None or select(r)]
     matrix = Matrix(seed, [d.NAME for d in dets], [b.NAME for b in bases], chosen, depth=depth)
     _RUN[:] = [Battery(seed, repeat, depth), device, dtype, only]  # forked processes inherit it
+    # The battery, the catalogue and the imported libraries live as long as the run: moved out
+    # of the collector's sight, they are not rescanned each time the calls' garbage triggers it
+    gc.freeze()
     if jobs > 1 and len(chosen) > 1:
         import concurrent.futures
         import multiprocessing

@@ -63,13 +63,9 @@ class Torch:
     def is_array(self, a):
         return isinstance(a, self.torch.Tensor)
 
-    @contextlib.contextmanager
     def bare(self):
         """No __torch_function__ (subclass or mode) and no Python dispatch while reading."""
-        C = self.torch._C
-        no_dispatch = getattr(C, "_DisableTorchDispatch", contextlib.nullcontext)
-        with C.DisableTorchFunction(), no_dispatch():
-            yield
+        return _Bare(self.torch._C)
 
     def read(self, a, buffers, request):
         """The tensor's storage, read with TensorBase's C methods, never the object's own."""
@@ -162,3 +158,28 @@ class Torch:
 
 def _is_float(torch, a):
     return isinstance(a, torch.Tensor) and a.is_floating_point()
+
+
+class _Bare:
+    """:meth:`Torch.bare` as a plain context manager: entered for every answer read, where a
+    generator-based one costs more than reading a small tensor."""
+
+    __slots__ = ("function", "dispatch")
+
+    def __init__(self, C):
+        self.function = C.DisableTorchFunction()
+        self.dispatch = getattr(C, "_DisableTorchDispatch", contextlib.nullcontext)()
+
+    def __enter__(self):
+        self.function.__enter__()
+        try:
+            self.dispatch.__enter__()
+        except BaseException:
+            self.function.__exit__(None, None, None)
+            raise
+
+    def __exit__(self, *exc):
+        try:
+            self.dispatch.__exit__(*exc)
+        finally:
+            self.function.__exit__(*exc)

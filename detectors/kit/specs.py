@@ -12,6 +12,7 @@ Values lie on a grid of 1/8: exact in every float format, short to print in a re
 still irregular enough that no two rows agree by accident.
 """
 
+import functools
 from dataclasses import dataclass
 
 
@@ -41,7 +42,7 @@ class Spec:
     pads: tuple | None = None  # masked prefixes of a "left-padding" mask (LEFT_PADS if None)
     tags: tuple = ()
 
-    @property
+    @functools.cached_property  # asked of every request; a frozen spec's answer never changes
     def contracts(self):
         lesson = self.bias is None and not self.causal and self.scale is None and not self.gqa
         same_lead = self.q[:-2] == self.k[:-2] == self.v[:-2]
