@@ -149,6 +149,8 @@ def build_parser():
     p.add_argument("--budget", type=float, default=300.0, metavar="SECONDS",
                    help="time for each implementation and dtype (default 300; 0 for none): "
                    "the most telling cases first, and the row says what was not reached")
+    p.add_argument("--render-only", action="store_true",
+                   help="run nothing: write survey.md again from the survey.json in --output-dir")
     p.set_defaults(run=cmd_survey)
     return parser
 
@@ -229,7 +231,10 @@ def cmd_gpu(args):
 
 def cmd_survey(args):
     from attnzoo.survey.command import main as survey
+    from attnzoo.survey.command import render
 
+    if args.render_only:
+        return render(args.output_dir)
     if args.seed < 0:
         raise UsageError(f"--seed must be 0 or more, not {args.seed}")
     if args.budget:

@@ -62,3 +62,37 @@ class Declaration:
 def supported(declaration, call):
     """Whether a battery call stays inside what the implementation declares it offers."""
     return not (features(call) & declaration.unsupported)
+
+
+KINDS = {
+    "divergence": "the library does not do what its documentation says",
+    "convention": "a convention the library documents, where libraries legitimately differ",
+    "artefact": "attnzoo's own mistake, not the library's",
+}
+
+
+@dataclass(frozen=True)
+class Review:
+    """One root cause of the survey read against the library's own documentation.
+
+    It names the root cause as survey.json's diagnosis does (the dtype and the set of
+    ``features`` the failing cases share), never by an error's text, and says what the
+    documentation at ``docs`` says about that input, in a sentence of its own (``says``)."""
+
+    dtype: str
+    features: tuple  # the diagnosis' "features" of the root cause, e.g. ("no_allowed_key",)
+    kind: str  # one of KINDS
+    docs: str = ""  # where the library documents (or its source says) it
+    says: str = ""  # what it says, paraphrased in one sentence
+    issue: str = ""  # an upstream report, where there is one
+    note: str = ""  # how the reproduction departs from it, or why a convention is undeclared
+    declared: bool = False  # a convention the adapter now declares (the row needs a rerun)
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"review kind {self.kind!r} is not one of {', '.join(KINDS)}")
+        if self.kind != "artefact" and not (self.docs and self.says):
+            raise ValueError(f"a {self.kind} review needs docs and says")
+
+    def key(self):
+        return self.dtype, frozenset(self.features)

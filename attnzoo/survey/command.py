@@ -1,8 +1,10 @@
 """``attnzoo survey``: every installed adapter, each dtype it supports; JSON, markdown, summary."""
 
+import json
 import os
 import sys
 import time
+from pathlib import Path
 
 from attnzoo.survey import run, write
 
@@ -29,4 +31,20 @@ def main(only=None, output_dir="docs", dtypes=None, seed=0, depth=run.DEPTH, bud
         print(f"wrote {path}")
     print(f"{len(ran)} of {len(doc['implementations'])} implementations surveyed in "
           f"{time.perf_counter() - start:.0f} s")
+    return 0
+
+
+def render(output_dir="docs"):
+    """``attnzoo survey --render-only``: survey.md again from the survey.json already in
+    ``output_dir`` (the adapters' reviews of its findings included), without running anything.
+    Exit code 0, or 2 when there is no survey.json to read."""
+    source = Path(output_dir) / "survey.json"
+    if not source.is_file():
+        print(f"attnzoo: error: no {source} to render: run attnzoo survey first",
+              file=sys.stderr)
+        return 2
+    page = Path(output_dir) / "survey.md"
+    page.write_text(write.markdown(json.loads(source.read_text(encoding="utf-8"))),
+                    encoding="utf-8")
+    print(f"wrote {page}")
     return 0

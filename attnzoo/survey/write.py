@@ -13,6 +13,7 @@ declared has none.
 import json
 from pathlib import Path
 
+from attnzoo.survey import findings
 from attnzoo.survey.capabilities import VOCABULARY
 from detectors.kit.capabilities import ADAPTED
 
@@ -110,7 +111,9 @@ def limits(row):
     return [w for w in row["unsupported"] if w not in ADAPTED]
 
 
-def markdown(doc):
+def markdown(doc, reviews=None):
+    """The page; ``reviews`` ({name: {key: Review}}) defaults to the adapters' FINDINGS."""
+    reviews = findings.reviews() if reviews is None else reviews
     rows = doc["implementations"]
     dtypes = sorted({r["dtype"] for row in rows for r in row["runs"]}, reverse=True)
     declared = any("empty_rows" in row for row in rows)  # recorded since they are declared
@@ -156,11 +159,11 @@ def markdown(doc):
         out += ["Conventions declared, adapted by the harness: "
                 + "; ".join(f"`{w}`: {VOCABULARY[w]}" for w in adapted) + ".", ""]
     for row in rows:
-        out += section(row)
+        out += section(row, reviews.get(row["name"], {}))
     return "\n".join(out) + "\n"
 
 
-def section(row):
+def section(row, reviewed=None):
     out = [f"## {row['name']} {row['version'] or ''}".rstrip(), "",
            f"{row['title']} — adapter `{row['adapter']}`, docs {row['docs'] or '-'}.", ""]
     if row["skipped"]:
@@ -190,7 +193,7 @@ def section(row):
         if not flagged:
             out.append("No detector flagged it.")
         if run.get("diagnosis"):
-            out += root_causes(row, run)
+            out += root_causes(row, run, reviewed or {})
             out += ["", "Flagged detectors (detail):", ""]
             out += [f"- **{f['detector']}** ({'refused' if f['refusal'] else f['verdict']}): "
                     f"{f['message']}" for f in flagged]
@@ -209,7 +212,7 @@ def section(row):
     return out + [""]
 
 
-def root_causes(row, run):
+def root_causes(row, run, reviewed):
     """One entry per root cause, written to be filed upstream as it stands."""
     groups = run["diagnosis"]
     n = sum(1 for g in groups if g["feature"])
@@ -219,7 +222,7 @@ def root_causes(row, run):
         s = g["smallest"]
         title = g["explains"] if g["feature"] else g["explains"].capitalize()
         out += ["", f"#### {i}. {row['name']} {row['version']} at {run['dtype']}: {title}", "",
-                g["sentence"], "",
+                g["sentence"], "", findings.line(reviewed.get(findings.key(run, g))), "",
                 f"Smallest reproducing call (case `{s['case']}`, {s['verdict']} by "
                 f"`{s['detector']}`): `{s['call']}`", "", f"What it does: {s['message']}"]
         snippet = s["snippet"].splitlines()

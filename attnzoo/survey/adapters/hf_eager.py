@@ -8,7 +8,7 @@ mode; the answer from (N, L, H, Ev) back to (N, H, L, Ev), a transpose.
 """
 
 from attnzoo.survey.adapters import _lazy
-from attnzoo.survey.capabilities import Declaration
+from attnzoo.survey.capabilities import Declaration, Review
 
 DECLARATION = Declaration(
     name="hf-eager", title="transformers eager_attention_forward (llama)",
@@ -17,6 +17,35 @@ DECLARATION = Declaration(
     unsupported=frozenset({"rank_other_than_4", "is_causal"}),
     refuses=("takes no is_causal",),
     docs="https://huggingface.co/docs/transformers/attention_interface",
+    # masking_utils fills a masked position with finfo(dtype).min: an empty row is uniform
+    empty_rows="uniform",
+    empty_rows_docs="https://github.com/huggingface/transformers/blob/main/src/transformers/"
+                    "masking_utils.py",
+)
+
+
+# the survey's root causes read against transformers' documentation (attnzoo.survey.findings)
+FINDINGS = (
+    Review("float32", ("no_allowed_key",), "convention",
+           docs="https://github.com/huggingface/transformers/blob/main/src/transformers/"
+                "masking_utils.py",
+           says="(in masking_utils' eager mask) a masked position is filled with "
+                "torch.finfo(dtype).min and added to the scores, so a query every key is "
+                "masked from gets weight 1/S on each key.",
+           declared=True),
+    Review("float64", ("no_allowed_key",), "divergence",
+           docs="https://huggingface.co/docs/transformers/main/en/attention_interface",
+           says="a float mask is added to the scores and a masked position drops to zero "
+                "weight after the softmax.",
+           note="At float64 the eager softmax runs in float32, where transformers' own "
+                "finfo(float64).min fill is -inf, so a query every key is masked from gets NaN "
+                "(float32 gives the mean of the values; checked on transformers 5.24.0)."),
+    Review("float64", ("dtype:float64",), "convention",
+           docs="https://github.com/huggingface/transformers/blob/main/src/transformers/models/"
+                "llama/modeling_llama.py",
+           says="(in eager_attention_forward) the softmax is taken with dtype=torch.float32 and "
+                "cast back, so float64 inputs are computed to float32 accuracy.",
+           note="The declaration has no word for a float32 softmax under float64 inputs."),
 )
 
 

@@ -10,17 +10,46 @@ compiles, so calls get a long time limit. ``hf-flex-eager`` is the same function
 """
 
 from attnzoo.survey.adapters import _lazy
-from attnzoo.survey.capabilities import Declaration
+from attnzoo.survey.capabilities import Declaration, Review
 
 DECLARATION = Declaration(
     name="hf-flex", title="transformers flex_attention_forward",
     distribution="transformers", module="transformers.integrations.flex_attention",
-    # causal masks come as a BlockMask built by the model; dropout raises ValueError
-    unsupported=frozenset({"rank_other_than_4", "is_causal", "dropout", "autograd", "float64"}),
+    # causal masks come as a BlockMask built by the model; dropout raises ValueError; a 4-D
+    # mask is (batch, 1, q, kv), one for every head (score_mask[b][0][q][kv])
+    unsupported=frozenset({"rank_other_than_4", "is_causal", "dropout", "autograd", "float64",
+                           "per_head_mask"}),
     refuses=("takes no is_causal", "does not support `dropout`"),
     dtypes=("float32",),  # flex_attention on CPU takes float32, float16, bfloat16 only
     call_seconds=120.0,
     docs="https://huggingface.co/docs/transformers/attention_interface",
+)
+
+
+# the survey's root causes read against the documentation (attnzoo.survey.findings)
+
+ONE_MASK_PER_HEAD = Review(
+    "float32", ("per_head_mask",), "convention",
+    docs="https://huggingface.co/docs/transformers/main/en/attention_interface",
+    says="a 4D attention mask has the shape (batch_size, 1, query_length, kv_length), its 1 "
+         "broadcasting one mask over every head.",
+    note="flex_attention_forward reads score_mask[b][0][q][kv], head 0's mask for every head.",
+    declared=True)
+_NOT_THE_LIBRARY = (
+    "Reproduced alone in a fresh process, this call gives the right answer: the crash came from "
+    "the worker after masked calls whose compiled kernel writes out of bounds.")
+FINDINGS = (
+    Review("float32", ("any_mask",), "divergence",
+           docs="https://docs.pytorch.org/docs/stable/nn.attention.flex_attention.html",
+           says="a score_mod may read captured tensors at (b, h, q_idx, kv_idx), and "
+                "torch.compile(flex_attention) is the fused kernel of the same computation.",
+           note="Compiled on CPU, transformers' score_mask[b][0][q][kv] reads out of bounds "
+                "(SIGABRT, or NaN rows), while the uncompiled call is finite (checked on torch "
+                "2.13.0, transformers 5.24.0).",
+           issue="https://github.com/pytorch/pytorch/issues/172225"),
+    Review("float32", ("gqa",), "artefact", note=_NOT_THE_LIBRARY),
+    Review("float32", ("single_query",), "artefact", note=_NOT_THE_LIBRARY),
+    Review("float32", ("rectangular",), "artefact", note=_NOT_THE_LIBRARY),
 )
 
 

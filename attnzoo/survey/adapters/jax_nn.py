@@ -14,8 +14,10 @@ a bool-masked empty row is exactly that mean). A float mask of −∞ is added a
 mask, and such a row is NaN, which no convention allows.
 """
 
+from dataclasses import replace
+
 from attnzoo.survey.adapters import _lazy
-from attnzoo.survey.capabilities import Declaration
+from attnzoo.survey.capabilities import Declaration, Review
 
 DECLARATION = Declaration(
     name="jax-nn", title="jax.nn.dot_product_attention",
@@ -27,6 +29,25 @@ DECLARATION = Declaration(
     docs="https://docs.jax.dev/en/latest/_autosummary/jax.nn.dot_product_attention.html",
     empty_rows="uniform",  # a mask is a large negative fill (the docstring above)
     empty_rows_docs="https://github.com/jax-ml/jax/blob/main/jax/_src/nn/functions.py",
+)
+
+
+# the survey's root causes read against JAX's documentation (attnzoo.survey.findings)
+_ADDITIVE = Review(
+    "float32", ("no_allowed_key", "float_mask"), "divergence",
+    docs="https://docs.jax.dev/en/latest/_autosummary/jax.nn.dot_product_attention.html",
+    says="mask filters out logits, and an additive mask is to be passed as bias instead.",
+    note="The additive form (0 / -inf) of a row that masks every key gives NaN, where the bool "
+         "form gives the mean of the values (checked on jax 0.10.2).")
+FINDINGS = (
+    _ADDITIVE, replace(_ADDITIVE, dtype="float64"),
+    replace(_ADDITIVE, features=("no_allowed_key", "per_head_mask")),
+    replace(_ADDITIVE, dtype="float64", features=("no_allowed_key", "per_head_mask")),
+    Review("float64", ("dtype:float64",), "convention",
+           docs="https://github.com/jax-ml/jax/blob/main/jax/_src/nn/functions.py",
+           says="(in the XLA path) the logits are cast to float32 before the softmax, so float64 "
+                "inputs are computed to float32 accuracy.",
+           note="The declaration has no word for a float32 softmax under float64 inputs."),
 )
 
 

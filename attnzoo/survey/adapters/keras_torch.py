@@ -13,8 +13,10 @@ goes to torch's SDPA as it is, and a row of −∞ there is torch's zeros: the t
 disagree, which the detectors report.
 """
 
+from dataclasses import replace
+
 from attnzoo.survey.adapters import _keras, _lazy
-from attnzoo.survey.capabilities import Declaration
+from attnzoo.survey.capabilities import Declaration, Review
 
 DECLARATION = Declaration(
     name="keras-torch", title="keras.ops.dot_product_attention (torch backend)",
@@ -24,6 +26,27 @@ DECLARATION = Declaration(
     docs="https://keras.io/api/ops/nn/#dot_product_attention-function",
     empty_rows="uniform",  # a bool mask is a large negative fill (the docstring above)
     empty_rows_docs="https://github.com/keras-team/keras/blob/master/keras/src/backend/torch/nn.py",
+)
+
+
+# the survey's root causes read against Keras' documentation (attnzoo.survey.findings)
+_ADDITIVE = Review(
+    "float32", ("no_allowed_key", "float_mask"), "divergence",
+    docs="https://keras.io/api/ops/nn/#dot_product_attention-function",
+    says="mask filters out logits, and an additive mask is to be passed as bias instead.",
+    note="The additive form (0 / -inf) of a row that masks every key gives zeros (torch's "
+         "SDPA), where the bool form gives the mean of the values (checked on keras 3.15.1).")
+_FLOAT64 = Review(
+    "float64", ("dtype:float64",), "convention",
+    docs="https://github.com/keras-team/keras/blob/master/keras/src/backend/common/dtypes.py",
+    says="(in result_type) a 64-bit dtype is turned into its 32-bit one on every backend but "
+         "TensorFlow, to match JAX's default, and dot_product_attention computes in that type.",
+    note="Declaring it would mean dtypes=(\"float32\",), which drops the float64 column.")
+FINDINGS = (
+    _ADDITIVE, replace(_ADDITIVE, dtype="float64"),
+    replace(_ADDITIVE, features=("no_allowed_key", "per_head_mask")),
+    replace(_ADDITIVE, dtype="float64", features=("no_allowed_key", "per_head_mask")),
+    _FLOAT64,
 )
 
 

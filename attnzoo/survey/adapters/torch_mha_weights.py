@@ -6,8 +6,10 @@ path that also computes the per-head weights (F.multi_head_attention_forward's e
 softmax), not the weights.
 """
 
+from dataclasses import replace
+
 from attnzoo.survey.adapters import _lazy
-from attnzoo.survey.capabilities import Declaration
+from attnzoo.survey.capabilities import Declaration, Review
 
 DECLARATION = Declaration(
     name="torch-mha-weights", title="torch nn.MultiheadAttention, need_weights=True",
@@ -18,6 +20,18 @@ DECLARATION = Declaration(
              "Need attn_mask if specifying the is_causal hint"),
     docs="https://pytorch.org/docs/stable/generated/torch.nn.MultiheadAttention.html",
 )
+
+
+# the survey's root causes read against torch's documentation (attnzoo.survey.findings)
+_SAME_RESULT = Review(
+    "float32", ("no_allowed_key",), "divergence",
+    docs="https://pytorch.org/docs/stable/generated/torch.nn.MultiheadAttention.html",
+    says="need_weights=False only switches to the optimized scaled_dot_product_attention "
+         "for speed, so both paths should give the same output.",
+    note="A query every key is masked from gets NaN with need_weights=True and zeros with "
+         "need_weights=False (checked on torch 2.13.0).",
+    issue="https://github.com/pytorch/pytorch/issues/160064")
+FINDINGS = (_SAME_RESULT, replace(_SAME_RESULT, dtype="float64"))
 
 
 def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,

@@ -9,8 +9,10 @@ of them, tiled (query head h reads key/value head h mod H_kv), which it declares
 (``gqa=interleaved``) for the harness to adapt.
 """
 
+from dataclasses import replace
+
 from attnzoo.survey.adapters import _lazy
-from attnzoo.survey.capabilities import Declaration
+from attnzoo.survey.capabilities import Declaration, Review
 
 DECLARATION = Declaration(
     name="xt-attend", title="x-transformers Attend(flash=False)",
@@ -24,6 +26,26 @@ DECLARATION = Declaration(
     causal_alignment="bottom-right",
     docs="https://github.com/lucidrains/x-transformers",
 )
+
+# the survey's root causes read against x-transformers' source, its documentation
+# (attnzoo.survey.findings)
+_ENTIRELY_MASKED = Review(
+    "float32", ("no_allowed_key",), "divergence",
+    docs="https://github.com/lucidrains/x-transformers/blob/main/x_transformers/attend.py",
+    says="Attend zeroes the output of a row that is entirely masked out (\"protect against an "
+         "entire row being masked out\").",
+    note="Only rows a bool mask empties are zeroed: rows the bottom-right causal mask empties "
+         "(L > S) get the mean of the values, and a -inf attn_bias row is NaN (checked on "
+         "x-transformers 2.31.10).")
+FINDINGS = (
+    _ENTIRELY_MASKED, replace(_ENTIRELY_MASKED, dtype="float64"),
+    Review("float64", ("dtype:float64",), "convention",
+           docs="https://github.com/lucidrains/x-transformers/blob/main/x_transformers/attend.py",
+           says="Attend's softmax is F.softmax(..., dtype=torch.float32) unless qk_norm is set, "
+                "so float64 inputs are computed to float32 accuracy.",
+           note="The declaration has no word for a float32 softmax under float64 inputs."),
+)
+
 
 FLASH = False
 

@@ -3,9 +3,11 @@
 Converts what :mod:`attnzoo.survey.adapters.xt_attend` converts; only ``flash`` differs.
 """
 
+from dataclasses import replace
+
 from attnzoo.survey.adapters import _lazy
 from attnzoo.survey.adapters.xt_attend import attend
-from attnzoo.survey.capabilities import Declaration
+from attnzoo.survey.capabilities import Declaration, Review
 
 DECLARATION = Declaration(
     name="xt-attend-flash", title="x-transformers Attend(flash=True)",
@@ -18,6 +20,19 @@ DECLARATION = Declaration(
     refuses=("No available kernel",),
     docs="https://github.com/lucidrains/x-transformers",
 )
+
+
+# the survey's root causes read against x-transformers' source, its documentation
+# (attnzoo.survey.findings)
+_TOP_LEFT_WHEN_TALL = Review(
+    "float32", ("no_allowed_key", "is_causal_rectangular"), "divergence",
+    docs="https://github.com/lucidrains/x-transformers/blob/main/x_transformers/attend.py",
+    says="the causal mask is create_causal_mask(i, j) = ones(i, j).triu(j - i + 1), aligned "
+         "bottom-right, which the flash=False path applies at every shape.",
+    note="flash=True builds that mask only when S > L; with L > S it hands is_causal to SDPA, "
+         "which aligns top-left, so a query that should see no key sees key 0 (checked on "
+         "x-transformers 2.31.10).")
+FINDINGS = (_TOP_LEFT_WHEN_TALL, replace(_TOP_LEFT_WHEN_TALL, dtype="float64"))
 
 
 def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
