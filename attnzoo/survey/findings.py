@@ -5,7 +5,8 @@ Each adapter keeps, beside its ``DECLARATION``, a ``FINDINGS`` tuple of
 implementation, dtype and the diagnosis' feature set) whether it is a *divergence* from what
 the library documents, a *convention* the library documents, or attnzoo's own *artefact*, with
 the link and a one-sentence paraphrase. The page renders it under the root cause; a root cause
-without one, or an artefact, reads "not reviewed against the documentation".
+without one reads "not reviewed against the documentation", an artefact says why it is not
+the library's.
 """
 
 import importlib
@@ -31,8 +32,10 @@ def key(run, group):
 
 def line(review):
     """The sentence under a root cause: what the documentation says and how it stands."""
-    if review is None or review.kind == "artefact":
+    if review is None:
         return NOT_REVIEWED
+    if review.kind == "artefact":  # a false finding: said as plainly as the library's are
+        return f"Against the documentation: not the library's fault. {review.note}"
     issue = f" Upstream: {review.issue}." if review.issue else ""
     note = f" {review.note}" if review.note else ""
     if review.kind == "divergence":
