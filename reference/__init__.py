@@ -45,10 +45,44 @@ S5  ``dropout_p`` zeroes each weight with probability p and scales the survivors
     ``1/(1 − p)``; with ``dropout_p=0`` nothing is random.
 S6  Where autograd applies, the backward pass gives the gradients of the forward pass.
 
+The varlen contract (flash-attention's packed, variable-length calling convention): a callable
+``attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k=None, *, max_seqlen_q, max_seqlen_k,
+seqused_k=None, block_table=None, softmax_scale=None, causal=False, window_size=(-1, -1),
+softcap=0.0, alibi_slopes=None, return_lse=False)`` returning ``out`` or ``(out, lse)``. q is
+``(total_q, Hq, D)``; k, v are ``(total_k, Hk, D|Dv)``, or paged ``(num_blocks, block_size, Hk,
+D|Dv)``. Per sequence b, sq is its query count, sk its key count, and ``d = i + sk − sq`` is the
+diagonal of query i (0-based within the sequence). Libraries differ on V3, V4, V6 and V8: a
+target declares its convention and is judged by it (docs/varlen.md lists them).
+
+V1  Sequence b is q rows ``cu_seqlens_q[b] … cu_seqlens_q[b+1]−1`` and k/v rows
+    ``cu_seqlens_k[b] …`` (the first ``seqused_k[b]`` of them when given); sequences never see
+    each other. ``cu_seqlens`` are ``(B+1,)`` int32 from 0, non-decreasing; ``max_seqlen_q``
+    and ``max_seqlen_k`` bound every sq and sk (kernels size their grids by them).
+V2  Paged: key p of sequence b is ``k[block_table[b, p // block_size], p % block_size]`` for
+    ``p < seqused_k[b]``; where the blocks lie physically changes nothing.
+V3  ``causal`` lets query i see key j when ``j <= d`` (bottom-right, flash-attention >= 2.1); a
+    target may declare top-left (``j <= i``, PyTorch's ``is_causal``).
+V4  ``window_size=(wl, wr)`` lets query i see keys ``d − wl <= j <= d + wr``, ends included, −1
+    unbounded on its side; with ``causal`` both hold. HF's ``sliding_window=W`` is ``(W−1, 0)``.
+V5  Scores are ``s = scale·q·k`` (scale defaults to 1/√D), then ``softcap·tanh(s/softcap)``
+    when softcap > 0, before the bias and the mask.
+V6  ALiBi adds ``−slope·|d − j|`` to the capped score, slopes ``(Hq,)`` or ``(B, Hq)``
+    (FlashInfer's signed ``slope·(j − i)`` agrees only under causal, up to a row constant).
+V7  GQA: query head h reads key/value head ``h // (Hq / Hk)``; Hq is a multiple of Hk.
+V8  A query row with no visible key outputs 0 and has LSE −inf (flash-attention 3; FA2's
+    non-split path gives +inf, which a target may declare); never NaN.
+V9  Rows of q past ``cu_seqlens_q[-1]`` belong to no sequence: a call must not write them in a
+    caller's buffer; a fresh output leaves them undefined (the reference returns 0, LSE −inf).
+V10 ``lse[h, t]`` is the natural log of the softmax normaliser of row t, head h: logsumexp of the
+    visible scores after cap and bias; ``(Hq, total_q)``, float32 (float64 for float64 inputs).
+V11 The output dtype follows the input; scores and softmax of float16/bfloat16 run in float32,
+    and the error against float64 is a small multiple of the format's unit roundoff.
+
 Implementations here: :mod:`reference.lesson_numpy` and :mod:`reference.lesson_torch` (the lesson
 contract), :mod:`reference.sdpa` (the SDPA contract), and :mod:`reference.loop_oracle`, plain
 Python loops over queries and keys that the differential detector trusts instead of the
-vectorised code, so the reference is never its own judge.
+vectorised code, so the reference is never its own judge. The varlen contract has
+:mod:`reference.varlen` and its own plain-loop judge, :mod:`reference.varlen_loop`.
 """
 
 # C6: the float dtypes the contract covers, finest first (bfloat16, coarsest, is the last)
@@ -68,4 +102,15 @@ CLAUSES = {
     "S4": "enable_gqa: key/value head j serves query heads j·g … j·g+g-1",
     "S5": "dropout zeroes with probability p and rescales by 1/(1-p); p = 0 is deterministic",
     "S6": "the backward pass gives the gradients of the forward pass",
+    "V1": "varlen: cu_seqlens pack the sequences; each sequence attends only within itself",
+    "V2": "paged KV: key p < seqused_k[b] is block block_table[b, p // P], slot p % P",
+    "V3": "causal is aligned bottom-right, j <= i + sk - sq (or a declared top-left)",
+    "V4": "window (wl, wr) keeps i+sk-sq-wl <= j <= i+sk-sq+wr, ends included, -1 unbounded",
+    "V5": "scores are scale·q·k (1/√D by default), then softcap·tanh(s/softcap), before bias",
+    "V6": "ALiBi adds -slope·|i + sk - sq - j|, slopes (Hq,) or (B, Hq)",
+    "V7": "GQA: query head h reads key/value head h // (Hq / Hk)",
+    "V8": "a row with no visible key outputs 0 and LSE -inf, never NaN",
+    "V9": "rows past cu_seqlens_q[-1] belong to no sequence and are never written",
+    "V10": "LSE is the log of the softmax normaliser, (Hq, total_q), float32 or wider",
+    "V11": "the output dtype follows the input; low-precision error is a few unit roundoffs",
 }
