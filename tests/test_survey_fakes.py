@@ -10,6 +10,7 @@ import dataclasses
 import runpy
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from attnzoo.survey import run, write
@@ -17,12 +18,12 @@ from attnzoo.survey import run, write
 FAKES = Path(__file__).parent / "targets" / "survey"
 
 
-def survey(name, depth="quick", **declared):
+def survey(name, depth="quick", budget=0, **declared):
     """One run of the fake ``name`` at ``depth``, float64, its declaration changed by
     ``declared``."""
     path = str(FAKES / f"{name}.py")
     decl = dataclasses.replace(runpy.run_path(path)["DECLARATION"], **declared)
-    return run.run_one(path, decl, "float64", 0, depth=depth, budget=0)
+    return run.run_one(path, decl, "float64", 0, depth=depth, budget=budget)
 
 
 def flagged(one):
@@ -67,6 +68,46 @@ def test_a_declared_refusal_is_set_aside_case_by_case():
 
 @pytest.mark.parametrize("name", ["compiles_per_shape"])
 def test_a_compile_on_each_new_shape_costs_time_and_nothing_else(name):
-    one = survey(name)
+    delay = runpy.run_path(str(FAKES / f"{name}.py"))["DELAY"]
+    one = survey(name, budget=600)
     assert one["summary"]["flagged"] == 0 and one["summary"]["hung"] == 0, flagged(one)
-    assert one["summary"]["seconds"] > 0
+    warm = one["warmup"]
+    # every compile falls in a first call of its shape, whose time goes back to the budget
+    assert warm["seconds"] >= 5 * delay and 0 < warm["calls"] < one["summary"]["calls"], warm
+    assert any(line.startswith("Warm-up: ") for line in write.warmup_lines(one))
+
+
+class Worker:
+    """An executor stand-in whose calls take ``seconds[shape]`` and whose worker can die."""
+
+    def __init__(self, seconds):
+        self.seconds, self.proc, self.deadline, self.colds = seconds, object(), 100.0, []
+
+    def cold(self, fn):
+        self.colds.append(fn)
+
+    def run(self, request):
+        import time
+
+        time.sleep(self.seconds[np.shape(request.args[0])])
+        return "answer"
+
+
+def test_the_first_call_of_each_shape_is_given_back_to_the_budget_up_to_a_cap():
+    from attnzoo.survey.warmup import PerShape
+    from detectors.kit.calls import Request
+
+    def call(n):
+        return Request("sdpa", (np.zeros((1, 1, n, 2)),) * 3)
+
+    worker = Worker({(1, 1, 2, 2): 0.05, (1, 1, 3, 2): 0.05})
+    warm = PerShape(worker, cap=0.08)
+    for n in (2, 2, 3, 3):
+        assert warm.run(call(n)) == "answer"
+    assert worker.colds == ["sdpa", "sdpa"]  # each new shape's call gets the warm-up limit
+    assert warm.calls == 2 and 0.079 <= warm.seconds <= 0.08  # capped
+    assert worker.deadline == pytest.approx(100.0 + warm.seconds)
+    worker.proc = object()  # a new worker has compiled nothing: its first call warms again
+    warm.cap = 1.0
+    warm.run(call(2))
+    assert warm.calls == 3 and worker.colds == ["sdpa"] * 3

@@ -152,6 +152,12 @@ class Isolated:
             except ImplementationFailure:  # no reading, so nothing is claimed of it
                 return
 
+    def cold(self, fn):
+        """The next call of ``fn`` is a warm-up again (a new shape, for a library that compiles
+        per shape), unless ``fn`` already hung through one."""
+        if fn not in self.hung_cold:
+            self.warm.discard(fn)
+
     def spare(self):
         """Where calls that must not touch this run's history would go: this worker itself,
         since a second worker would double the import; its calls simply come first."""

@@ -23,6 +23,7 @@ from attnzoo.sandbox.isolated import Isolated
 from attnzoo.sandbox.target import BadTarget, Target
 from attnzoo.survey import adapters
 from attnzoo.survey.capabilities import features, supported
+from attnzoo.survey.warmup import PerShape
 from detectors import all_detectors
 from detectors.kit.battery import Battery
 from detectors.kit.subject import Subject
@@ -124,7 +125,8 @@ def run_one(module, decl, dtype, seed, depth=DEPTH, budget=BUDGET):
         except DeadlineReached:
             raise Skip(f"loading took the whole budget of {budget:g} s") from None
         subject = Subject(target, executor, dtype, scoped=True)  # every call at this dtype
-        reach = subject.executor = gate.Reach(executor, subject)
+        warm = PerShape(executor, cap=budget or 0.0)  # compiles give their time back
+        reach = subject.executor = gate.Reach(warm, subject)
         with open(os.devnull, "w") as quiet:
             findings, not_run, unreached, why = gate.run(
                 chosen, subject, seed, depth, functools.partial(run, cases=True),
@@ -144,6 +146,7 @@ def run_one(module, decl, dtype, seed, depth=DEPTH, budget=BUDGET):
         "dtype": dtype,
         "depth": depth,
         "summary": summarise(findings, not_run, unreached),
+        "warmup": warm.report(),
         "diagnosis": diagnosis,
         "cases_set_aside": set_aside,
         "detectors_not_run": sorted(skipped),

@@ -72,7 +72,16 @@ def depth_words(doc):
              if doc.get("budget") else "with no time limit")
     return (f" Battery: the {doc['depth']} tier, in the order `attnzoo check --budget` uses: "
             "units of one detector on the cases one tier adds, the most telling first (measured "
-            f"from the kill matrix), {limit}; a row says what the time did not reach.")
+            f"from the kill matrix), {limit}; a row says what the time did not reach."
+            + (" A library's first call of each shape in each worker is its warm-up (a "
+               "compile, a cache fill): its time goes back to the budget, up to the budget "
+               "once more."
+               if doc.get("budget") and _warmups(doc) else ""))
+
+
+def _warmups(doc):
+    """Whether the survey recorded warm-ups (surveys written before did not)."""
+    return any("warmup" in r for row in doc["implementations"] for r in row["runs"])
 
 
 def budget_lines(run):
@@ -84,6 +93,16 @@ def budget_lines(run):
         out.append(f"Not run at the {tier} tier (the budget was spent first): "
                    f"{', '.join(names)}.")
     return out
+
+
+def warmup_lines(run):
+    """The time the library's first call of each shape took, given back to the budget (a
+    compile is no check); runs that spent under a second say nothing."""
+    warm = run.get("warmup") or {}
+    if warm.get("seconds", 0) < 1:
+        return []
+    return [f"Warm-up: the first call of each shape ({warm['calls']} calls) took "
+            f"{warm['seconds']:g} s, given back to the budget."]
 
 
 def convention(row):
@@ -184,7 +203,7 @@ def section(row, reviewed=None):
                 + (f", {run['depth']}" if run.get("depth") else "") + f": {cell(run)}", ""]
         if run["detectors_not_run"]:
             out.append(f"Not run (declared unsupported): {', '.join(run['detectors_not_run'])}.")
-        out += budget_lines(run)
+        out += budget_lines(run) + warmup_lines(run)
         if run["cases_set_aside"]:
             out.append(f"Cases set aside: {', '.join(run['cases_set_aside'])}.")
         if refused_cases(run):
