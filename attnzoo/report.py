@@ -7,7 +7,7 @@ changes meaning, never silently.
 from attnzoo.diagnosis import known
 from attnzoo.inert import inert
 from attnzoo.vocabulary import VERDICTS
-from detectors.kit.capabilities import grouping, layout, limits
+from detectors.kit.capabilities import float64_inputs, grouping, layout, limits
 from detectors.kit.conventions import declared as convention
 from detectors.kit.verdict import (
     CAUGHT,
@@ -78,6 +78,7 @@ def describe_target(target, dtype, seed, manifest=None):
         "refuses": list(refuses),
         "layout": layout(declared),  # BHLE: (N, H, L, E); BLHE: declared, adapted by attnzoo
         "gqa_grouping": grouping(declared),  # contiguous (SDPA's); interleaved: adapted too
+        "float64_inputs": float64_inputs(declared),  # a documented float32 path, if declared
     }
 
 
@@ -113,6 +114,9 @@ def text(section, detectors, verbose=False):
     if t.get("gqa_grouping", "contiguous") != "contiguous":
         lines.append("  declared head grouping: interleaved (query head h reads key/value head "
                      "h mod H_kv): the harness reorders the query heads in and the answer out")
+    if t.get("float64_inputs", "float64") != "float64":
+        lines.append(f"  declared float64 inputs: {t['float64_inputs']}: float32 accuracy is "
+                     "what it promises there, and only a coarser one is a finding")
     if t.get("refuses"):
         lines.append("  refusals it names: " + "; ".join(f"'{inert(r)}'" for r in t["refuses"]))
     lines += diagnosis_lines(section.get("diagnosis") or [], section.get("reproductions"),

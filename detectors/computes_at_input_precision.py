@@ -7,7 +7,9 @@ library that computes softmax in float32 for float64 inputs, or casts to float16
 and back, is reported here once — "float64 inputs computed to float32 accuracy" — while every
 semantic relation is judged at the precision it was measured to have, so the other detectors
 say only what is wrong beyond it. An error no format explains is a wrong answer, which the
-semantic detectors judge; this detector does not claim it.
+semantic detectors judge; this detector does not claim it. A library that documents computing
+float64 inputs in float32 declares it (``float64=computed-in-float32``): float32 accuracy is
+then what it promised, and only a coarser one is a finding.
 """
 
 from detectors.kit import expect
@@ -39,6 +41,10 @@ def check(subject, battery):
             f"floating-point format explains ({dtype} allows {found.allows:.2g}, "
             f"{subject.judge.formats(dtype)[-1]} {found.cap:.2g}): a wrong answer, not a "
             "precision, left to the semantic detectors")
+    declared = subject.computed_at(dtype)
+    if found.coarser and subject.judge.formats(dtype).index(found.effective) <= \
+            subject.judge.formats(dtype).index(declared):
+        return  # as coarse as the library documents computing it, and no coarser
     if found.coarser:
         where = expect.at("out", found.index)
         with subject.case(found.case, found.answer):
@@ -46,8 +52,9 @@ def check(subject, battery):
                 f"{dtype} accuracy ({dtype} allows {found.allows:.2g})",
                 f"{found.effective} accuracy: error {found.error:.2g}",
                 found.index,
-                text=f"{dtype} inputs computed to {found.effective} accuracy: error "
-                     f"{found.error:.2g}, {dtype} allows {found.allows:.2g} ({where} = "
+                text=f"{dtype} inputs computed to {found.effective} accuracy"
+                     + (f" (declared: {declared})" if declared != dtype else "")
+                     + f": error {found.error:.2g}, {dtype} allows {found.allows:.2g} ({where} = "
                      f"{expect.digits(found.got, found.want)}, exact "
                      f"{expect.digits(found.want, found.got)}, difference "
                      f"{found.got - found.want:.2g})")

@@ -27,6 +27,9 @@ def dtypes(subject):
 
 
 def returns(subject, answer, dtype, what, case):
+    """``answer`` came back as ``dtype``, or as what the target declares for it
+    (``float64=returned-as-float32``: keras' type promotion)."""
+    dtype = subject.returned_as(dtype)
     with subject.case(case, answer):
         expect.dtype(answer.dtype, dtype, what)
         if answer.weights_dtype is not None:  # a lesson function returns its weights too

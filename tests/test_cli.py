@@ -49,7 +49,7 @@ VERDICTS = {"killed", "nan", "crashed", "hung", "survived", "n/a", "unsupported"
 FLAGGED = {"killed", "nan", "crashed", "hung"}
 TARGET_KEYS = {"name", "locator", "contract", "backend", "mask_convention", "causal_alignment",
                "empty_rows", "device", "dtype", "seed", "unsupported", "refuses", "layout",
-               "gqa_grouping"}
+               "gqa_grouping", "float64_inputs"}
 SUMMARY_KEYS = {"detectors", "passed", "flagged", "killed", "nan", "crashed", "hung",
                 "not_applicable", "unsupported", "cases_unsupported", "errors", "not_run",
                 "unreached",

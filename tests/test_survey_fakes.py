@@ -51,6 +51,18 @@ def test_float32_internals_are_one_precision_finding_at_every_size():
     assert cause["feature"] == "dtype:float64" and cause["failing"] == 1, cause["sentence"]
 
 
+@pytest.mark.parametrize("name, word, undeclared", [
+    ("float32_inside", "float64=computed-in-float32", ["computes_at_input_precision"]),
+    ("returns_float32", "float64=returned-as-float32",
+     ["dtype_follows_input", "computes_at_input_precision"])])
+def test_a_documented_float64_convention_declared_is_no_finding(name, word, undeclared):
+    decl = runpy.run_path(str(FAKES / f"{name}.py"))["DECLARATION"]
+    assert sorted(f["detector"] for f in flagged(survey(name))) == sorted(undeclared)
+    one = survey(name, unsupported=decl.unsupported | {word},
+                 float64_docs="https://example.invalid/docs#precision")
+    assert flagged(one) == [] and one["summary"]["passed"] > 10, flagged(one)
+
+
 def test_an_undeclared_refusal_is_one_root_cause_of_crashes():
     one = survey("refuses_gqa")
     assert one["summary"]["flagged"] > 0

@@ -12,7 +12,7 @@ import importlib.metadata
 from dataclasses import dataclass
 
 from attnzoo.options import CALL_SECONDS, EMPTY_ROWS
-from detectors.kit.capabilities import VOCABULARY, features  # noqa: F401 - re-exported
+from detectors.kit.capabilities import FLOAT64_AS_FLOAT32, VOCABULARY, features  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,7 @@ class Declaration:
     empty_rows: str = "zero"  # a query with no allowed key: zero, or uniform (1/S, mean of V)
     empty_rows_docs: str = ""  # where the library documents (or its source does) that convention
     gqa_grouping_docs: str = ""  # where it shows its grouping, when it declares gqa=interleaved
+    float64_docs: str = ""  # where it says so, when it declares a float64=... convention
 
     def __post_init__(self):
         unknown = set(self.unsupported) - set(VOCABULARY)
@@ -48,6 +49,9 @@ class Declaration:
         if "gqa=interleaved" in self.unsupported and not self.gqa_grouping_docs:
             raise ValueError(f"{self.name}: declares gqa=interleaved without gqa_grouping_docs, "
                              "the link that shows the library does so")
+        if FLOAT64_AS_FLOAT32 & set(self.unsupported) and not self.float64_docs:
+            raise ValueError(f"{self.name}: declares a float64 convention without float64_docs, "
+                             "the link that says the library computes float64 so")
         if "float64" in self.unsupported and "float64" in self.dtypes:
             raise ValueError(f"{self.name}: declares float64 unsupported but lists it in dtypes")
 

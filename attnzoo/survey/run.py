@@ -80,7 +80,7 @@ def implementation(module, decl, dtypes, seed, depth=DEPTH, budget=BUDGET):
         "unsupported": sorted(decl.unsupported), "refuses": list(decl.refuses),
         "dtypes": list(decl.dtypes), "causal_alignment": decl.causal_alignment,
         "empty_rows": decl.empty_rows, "empty_rows_docs": decl.empty_rows_docs,
-        "gqa_grouping_docs": decl.gqa_grouping_docs,
+        "gqa_grouping_docs": decl.gqa_grouping_docs, "float64_docs": decl.float64_docs,
         "runs": [], "skipped": None,
     }
     if row["version"] is None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from attnzoo.survey import findings
 from attnzoo.survey.capabilities import VOCABULARY
-from detectors.kit.capabilities import ADAPTED
+from detectors.kit.capabilities import ADAPTED, FLOAT64_AS_FLOAT32, FLOAT64_WORDS
 
 FLAGGED = ("killed", "nan", "crashed", "hung")
 EMPTY_ROWS = {"zero": "zero weights and a zero output row",
@@ -120,6 +120,8 @@ def conventions(row):
         words.append(f"is_causal {row['causal_alignment']}")
     if row.get("gqa_grouping_docs"):
         words.append(f"head groups [interleaved]({row['gqa_grouping_docs']})")
+    for word in sorted(FLOAT64_AS_FLOAT32 & set(row["unsupported"])):
+        words.append(f"float64 inputs [{FLOAT64_WORDS[word]}]({row.get('float64_docs')})")
     if "layout=BLHE" in row["unsupported"]:
         words.append("layout (N, L, H, E)")
     return "; ".join(words)

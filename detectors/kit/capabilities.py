@@ -31,10 +31,21 @@ VOCABULARY = {
                        "repeat('b kvh n d -> b (r kvh) n d') does), not h // (H_q / H_kv): the "
                        "harness reorders the query heads (and a per-head mask) in and the "
                        "answer out",
+    # conventions of precision a library documents: every case still runs, judged by them
+    "float64=computed-in-float32": "float64 inputs computed to float32 accuracy (a float32 "
+                                   "softmax, as the library documents) and returned as float64",
+    "float64=returned-as-float32": "float64 inputs computed and returned as float32 (the "
+                                   "library's type promotion turns 64-bit floats into 32-bit)",
 }
 LAYOUTS = {"layout=BLHE": "BLHE"}  # declared word -> the layout's axis letters
 INTERLEAVED = "gqa=interleaved"
-ADAPTED = frozenset(LAYOUTS) | {INTERLEAVED}  # conventions the harness adapts, not limits
+COMPUTED_IN_FLOAT32 = "float64=computed-in-float32"
+RETURNED_AS_FLOAT32 = "float64=returned-as-float32"
+FLOAT64_AS_FLOAT32 = frozenset({COMPUTED_IN_FLOAT32, RETURNED_AS_FLOAT32})
+FLOAT64_WORDS = {COMPUTED_IN_FLOAT32: "computed in float32",
+                 RETURNED_AS_FLOAT32: "computed and returned as float32"}
+# conventions the harness adapts or judges by, not limits
+ADAPTED = frozenset(LAYOUTS) | {INTERLEAVED} | FLOAT64_AS_FLOAT32
 # refusals every target may give: torch's SDPA dispatcher finding no kernel for a call
 ALWAYS_REFUSED = ("No available kernel",)
 
@@ -99,3 +110,21 @@ def features(call):
 def refusal(what, refuses):
     """Whether an implementation's failure text is one of the refusals named (or torch's)."""
     return any(r and r in what for r in tuple(refuses) + ALWAYS_REFUSED)
+
+
+def computed_at(declared, dtype):
+    """The format a target declares it computes ``dtype`` inputs in: float32 for float64 under
+    either float64 convention, else ``dtype`` itself."""
+    return "float32" if dtype == "float64" and FLOAT64_AS_FLOAT32 & set(declared) else dtype
+
+
+def returned_as(declared, dtype):
+    """The dtype a target declares its answers to ``dtype`` inputs come back in."""
+    return "float32" if dtype == "float64" and RETURNED_AS_FLOAT32 in declared else dtype
+
+
+def float64_inputs(declared):
+    """What a target declares of its float64 inputs: "float64" (the contract), or one of
+    :data:`FLOAT64_WORDS`' values."""
+    return next((FLOAT64_WORDS[w] for w in sorted(FLOAT64_AS_FLOAT32 & set(declared))),
+                "float64")

@@ -7,7 +7,7 @@ can be expressed, and in which dtypes the run may call it.
 """
 
 from detectors.kit import sdpa_request
-from detectors.kit.capabilities import features, layout
+from detectors.kit.capabilities import computed_at, features, layout, returned_as
 from detectors.kit.cases import Cases
 from detectors.kit.conventions import declared, seen
 
@@ -58,6 +58,15 @@ class Offers:
         """"BHLE" (SDPA's (N, H, L, E)), or "BLHE" when the target declares (N, L, H, E): its
         calls are then transposed on the way in and their answers on the way out."""
         return layout(self.unsupported)
+
+    def computed_at(self, dtype):
+        """The format the target declares it computes ``dtype`` inputs in (``dtype`` itself,
+        unless it declares a float64 convention)."""
+        return computed_at(self.unsupported, dtype)
+
+    def returned_as(self, dtype):
+        """The dtype the target declares its answers to ``dtype`` inputs come back in."""
+        return returned_as(self.unsupported, dtype)
 
     @property
     def empty_rows(self):
