@@ -14,13 +14,14 @@ DECLARATION = Declaration(
     name="hf-eager", title="transformers eager_attention_forward (llama)",
     distribution="transformers", module="transformers.models.llama.modeling_llama",
     # causal masks are built by the model (masking_utils), the function takes none
-    unsupported=frozenset({"rank_other_than_4", "is_causal"}),
+    unsupported=frozenset({"rank_other_than_4", "is_causal", "float64=computed-in-float32"}),
     refuses=("takes no is_causal",),
     docs="https://huggingface.co/docs/transformers/attention_interface",
     # masking_utils fills a masked position with finfo(dtype).min: an empty row is uniform
     empty_rows="uniform",
     empty_rows_docs="https://github.com/huggingface/transformers/blob/main/src/transformers/"
                     "masking_utils.py",
+    float64_docs="https://github.com/huggingface/transformers/blob/main/src/transformers/models/llama/modeling_llama.py",
 )
 
 
@@ -40,12 +41,6 @@ FINDINGS = (
            note="At float64 the eager softmax runs in float32, where transformers' own "
                 "finfo(float64).min fill is -inf, so a query every key is masked from gets NaN "
                 "(float32 gives the mean of the values; checked on transformers 5.24.0)."),
-    Review("float64", ("dtype:float64",), "convention",
-           docs="https://github.com/huggingface/transformers/blob/main/src/transformers/models/"
-                "llama/modeling_llama.py",
-           says="(in eager_attention_forward) the softmax is taken with dtype=torch.float32 and "
-                "cast back, so float64 inputs are computed to float32 accuracy.",
-           note="The declaration has no word for a float32 softmax under float64 inputs."),
 )
 
 

@@ -24,11 +24,12 @@ DECLARATION = Declaration(
     distribution="jax", module="jax",
     # value must have key's shape; BTNH or TNH only; no dropout argument; not torch autograd
     unsupported=frozenset({"e_ne_ev", "rank_other_than_4", "dropout", "autograd",
-                           "layout=BLHE"}),
+                           "layout=BLHE", "float64=computed-in-float32"}),
     refuses=("takes no dropout", "value shape should be"),
     docs="https://docs.jax.dev/en/latest/_autosummary/jax.nn.dot_product_attention.html",
     empty_rows="uniform",  # a mask is a large negative fill (the docstring above)
     empty_rows_docs="https://github.com/jax-ml/jax/blob/main/jax/_src/nn/functions.py",
+    float64_docs="https://github.com/jax-ml/jax/blob/main/jax/_src/nn/functions.py",
 )
 
 
@@ -43,11 +44,6 @@ FINDINGS = (
     _ADDITIVE, replace(_ADDITIVE, dtype="float64"),
     replace(_ADDITIVE, features=("no_allowed_key", "per_head_mask")),
     replace(_ADDITIVE, dtype="float64", features=("no_allowed_key", "per_head_mask")),
-    Review("float64", ("dtype:float64",), "convention",
-           docs="https://github.com/jax-ml/jax/blob/main/jax/_src/nn/functions.py",
-           says="(in the XLA path) the logits are cast to float32 before the softmax, so float64 "
-                "inputs are computed to float32 accuracy.",
-           note="The declaration has no word for a float32 softmax under float64 inputs."),
 )
 
 

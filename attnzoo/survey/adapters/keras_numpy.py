@@ -21,11 +21,13 @@ from attnzoo.survey.capabilities import Declaration, Review
 DECLARATION = Declaration(
     name="keras-numpy", title="keras.ops.dot_product_attention (numpy backend)",
     distribution="keras", module="keras",
-    unsupported=frozenset({"rank_other_than_4", "dropout", "autograd", "layout=BLHE"}),
+    unsupported=frozenset({"rank_other_than_4", "dropout", "autograd", "layout=BLHE",
+                           "float64=returned-as-float32"}),
     refuses=("takes no dropout",),
     docs="https://keras.io/api/ops/nn/#dot_product_attention-function",
     empty_rows="uniform",  # a mask is a large negative fill (the docstring above)
     empty_rows_docs="https://github.com/keras-team/keras/blob/master/keras/src/backend/numpy/nn.py",
+    float64_docs="https://github.com/keras-team/keras/blob/master/keras/src/backend/common/dtypes.py",
 )
 
 
@@ -36,12 +38,6 @@ _ADDITIVE = Review(
     says="mask filters out logits, and an additive mask is to be passed as bias instead.",
     note="The additive form (0 / -inf) of a row that masks every key gives NaN, where the "
          "bool form gives the mean of the values (checked on keras 3.15.1).")
-_FLOAT64 = Review(
-    "float64", ("dtype:float64",), "convention",
-    docs="https://github.com/keras-team/keras/blob/master/keras/src/backend/common/dtypes.py",
-    says="(in result_type) a 64-bit dtype is turned into its 32-bit one on every backend but "
-         "TensorFlow, to match JAX's default, and dot_product_attention computes in that type.",
-    note="Declaring it would mean dtypes=(\"float32\",), which drops the float64 column.")
 _GQA = Review(
     "float32", ("gqa",), "divergence",
     docs="https://keras.io/api/ops/nn/#dot_product_attention-function",
@@ -54,7 +50,7 @@ FINDINGS = (
     _ADDITIVE, replace(_ADDITIVE, dtype="float64"),
     replace(_ADDITIVE, features=("no_allowed_key", "per_head_mask")),
     replace(_ADDITIVE, dtype="float64", features=("no_allowed_key", "per_head_mask")),
-    _GQA, replace(_GQA, dtype="float64"), _FLOAT64,
+    _GQA, replace(_GQA, dtype="float64"),
 )
 
 

@@ -21,11 +21,13 @@ from attnzoo.survey.capabilities import Declaration, Review
 DECLARATION = Declaration(
     name="keras-torch", title="keras.ops.dot_product_attention (torch backend)",
     distribution="keras", module="keras",
-    unsupported=frozenset({"rank_other_than_4", "dropout", "layout=BLHE"}),
+    unsupported=frozenset({"rank_other_than_4", "dropout", "layout=BLHE",
+                           "float64=returned-as-float32"}),
     refuses=("takes no dropout",),
     docs="https://keras.io/api/ops/nn/#dot_product_attention-function",
     empty_rows="uniform",  # a bool mask is a large negative fill (the docstring above)
     empty_rows_docs="https://github.com/keras-team/keras/blob/master/keras/src/backend/torch/nn.py",
+    float64_docs="https://github.com/keras-team/keras/blob/master/keras/src/backend/common/dtypes.py",
 )
 
 
@@ -36,17 +38,11 @@ _ADDITIVE = Review(
     says="mask filters out logits, and an additive mask is to be passed as bias instead.",
     note="The additive form (0 / -inf) of a row that masks every key gives zeros (torch's "
          "SDPA), where the bool form gives the mean of the values (checked on keras 3.15.1).")
-_FLOAT64 = Review(
-    "float64", ("dtype:float64",), "convention",
-    docs="https://github.com/keras-team/keras/blob/master/keras/src/backend/common/dtypes.py",
-    says="(in result_type) a 64-bit dtype is turned into its 32-bit one on every backend but "
-         "TensorFlow, to match JAX's default, and dot_product_attention computes in that type.",
-    note="Declaring it would mean dtypes=(\"float32\",), which drops the float64 column.")
 FINDINGS = (
     _ADDITIVE, replace(_ADDITIVE, dtype="float64"),
     replace(_ADDITIVE, features=("no_allowed_key", "per_head_mask")),
     replace(_ADDITIVE, dtype="float64", features=("no_allowed_key", "per_head_mask")),
-    _FLOAT64,
+
 )
 
 

@@ -19,12 +19,14 @@ DECLARATION = Declaration(
     distribution="x-transformers", module="x_transformers.attend",
     # einsum 'b h i d'; key/value heads tiled, repeat('b kvh n d -> b (r kvh) n d'): query
     # head h reads key/value head h mod H_kv, a convention the harness adapts
-    unsupported=frozenset({"rank_other_than_4", "gqa=interleaved"}),
+    unsupported=frozenset({"rank_other_than_4", "gqa=interleaved",
+                           "float64=computed-in-float32"}),
     gqa_grouping_docs="https://github.com/lucidrains/x-transformers/blob/main/x_transformers/"
                       "attend.py",
     # create_causal_mask(i, j) = ones(i, j).triu(j - i + 1): the last query sees every key
     causal_alignment="bottom-right",
     docs="https://github.com/lucidrains/x-transformers",
+    float64_docs="https://github.com/lucidrains/x-transformers/blob/main/x_transformers/attend.py",
 )
 
 # the survey's root causes read against x-transformers' source, its documentation
@@ -39,11 +41,6 @@ _ENTIRELY_MASKED = Review(
          "x-transformers 2.31.10).")
 FINDINGS = (
     _ENTIRELY_MASKED, replace(_ENTIRELY_MASKED, dtype="float64"),
-    Review("float64", ("dtype:float64",), "convention",
-           docs="https://github.com/lucidrains/x-transformers/blob/main/x_transformers/attend.py",
-           says="Attend's softmax is F.softmax(..., dtype=torch.float32) unless qk_norm is set, "
-                "so float64 inputs are computed to float32 accuracy.",
-           note="The declaration has no word for a float32 softmax under float64 inputs."),
 )
 
 
