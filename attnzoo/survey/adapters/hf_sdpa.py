@@ -6,31 +6,20 @@ model with grouped heads sets it; the answer from transformers' (N, L, H, Ev) ba
 (N, H, L, Ev), a transpose. Masks pass unchanged (a bool mask keeps True = attend, as SDPA).
 """
 
-from dataclasses import replace
-
 from attnzoo.survey.adapters import _lazy
-from attnzoo.survey.capabilities import Declaration, Review
+from attnzoo.survey.capabilities import Declaration
 
 DECLARATION = Declaration(
     name="hf-sdpa", title="transformers sdpa_attention_forward",
     distribution="transformers", module="transformers.integrations.sdpa_attention",
-    unsupported=frozenset({"rank_other_than_4"}),  # (batch, heads, seq, head_dim) by contract
+    # (batch, heads, seq, head_dim) by contract. is_causal with L != S is not one convention
+    # here: sdpa_attention_forward drops is_causal for a single query (its comment: a decoding
+    # step attends to every key, the bottom-right reading) and keeps SDPA's top-left for L > 1,
+    # so no declared alignment judges both; such calls are set aside, and L == S is judged
+    unsupported=frozenset({"rank_other_than_4", "is_causal_rectangular"}),
     refuses=("No available kernel",),
     docs="https://huggingface.co/docs/transformers/attention_interface",
 )
-
-
-# the survey's root causes read against transformers' documentation (attnzoo.survey.findings)
-_DECODE = Review(
-    "float32", ("is_causal_rectangular", "single_query"), "convention",
-    docs="https://github.com/huggingface/transformers/blob/main/src/transformers/integrations/"
-         "sdpa_attention.py",
-    says="(in sdpa_attention_forward's comments) a single query is a decoding step that gets "
-         "full attention over every key, so is_causal is dropped when L = 1.",
-    note="That is the bottom-right reading at L = 1, while L > 1 keeps SDPA's top-left "
-         "(checked on transformers 5.24.0).",
-)
-FINDINGS = (_DECODE, replace(_DECODE, dtype="float64"))
 
 
 def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
