@@ -27,13 +27,23 @@ DECLARATION = Declaration(
 
 # the survey's root causes read against transformers' documentation (attnzoo.survey.findings)
 FINDINGS = (
-    Review("float32", ("no_allowed_key",), "convention",
+    Review("float32", ("no_allowed_key", "float_mask"), "divergence",
+           docs="https://huggingface.co/docs/transformers/main/en/attention_interface",
+           says="a float mask is added to the scores and a masked position drops to zero "
+                "weight after the softmax.",
+           note="eager_attention_forward adds the mask and takes the softmax with no guard, so "
+                "a float mask whose row is -inf at every key gives NaN, where the same row as a "
+                "bool mask (transformers' own finfo.min fill) gives the mean of the values "
+                "(checked on transformers 5.24.0)."),
+    Review("float32", ("no_allowed_key", "per_head_mask"), "divergence",
            docs="https://github.com/huggingface/transformers/blob/main/src/transformers/"
                 "masking_utils.py",
            says="(in masking_utils' eager mask) a masked position is filled with "
-                "torch.finfo(dtype).min and added to the scores, so a query every key is "
-                "masked from gets weight 1/S on each key.",
-           declared=True),
+                "torch.finfo(dtype).min and added to the scores.",
+           note="A query every key is masked from then outputs the mean of the values whatever "
+                "the query is (the fill absorbs q·k in float32), yet autograd returns a nonzero "
+                "gradient for that query, the gradient of the unrounded softmax; and its "
+                "{0, -inf} float form gives NaN (checked on transformers 5.24.0)."),
     Review("float64", ("no_allowed_key",), "divergence",
            docs="https://huggingface.co/docs/transformers/main/en/attention_interface",
            says="a float mask is added to the scores and a masked position drops to zero "

@@ -16,7 +16,8 @@ DECLARATION = Declaration(
     name="hf-flex", title="transformers flex_attention_forward",
     distribution="transformers", module="transformers.integrations.flex_attention",
     # causal masks come as a BlockMask built by the model; dropout raises ValueError; a 4-D
-    # mask is (batch, 1, q, kv), one for every head (score_mask[b][0][q][kv])
+    # mask is (batch, 1, q, kv), one for every head: score_mask[b][0][q][kv], as
+    # https://huggingface.co/docs/transformers/main/en/attention_interface documents
     unsupported=frozenset({"rank_other_than_4", "is_causal", "dropout", "autograd", "float64",
                            "per_head_mask"}),
     refuses=("takes no is_causal", "does not support `dropout`"),
@@ -28,13 +29,6 @@ DECLARATION = Declaration(
 
 # the survey's root causes read against the documentation (attnzoo.survey.findings)
 
-ONE_MASK_PER_HEAD = Review(
-    "float32", ("per_head_mask",), "convention",
-    docs="https://huggingface.co/docs/transformers/main/en/attention_interface",
-    says="a 4D attention mask has the shape (batch_size, 1, query_length, kv_length), its 1 "
-         "broadcasting one mask over every head.",
-    note="flex_attention_forward reads score_mask[b][0][q][kv], head 0's mask for every head.",
-    declared=True)
 _NOT_THE_LIBRARY = (
     "Reproduced alone in a fresh process, this call gives the right answer: the crash came from "
     "the worker after masked calls whose compiled kernel writes out of bounds.")
@@ -47,9 +41,7 @@ FINDINGS = (
                 "(SIGABRT, or NaN rows), while the uncompiled call is finite (checked on torch "
                 "2.13.0, transformers 5.24.0).",
            issue="https://github.com/pytorch/pytorch/issues/172225"),
-    Review("float32", ("gqa",), "artefact", note=_NOT_THE_LIBRARY),
-    Review("float32", ("single_query",), "artefact", note=_NOT_THE_LIBRARY),
-    Review("float32", ("rectangular",), "artefact", note=_NOT_THE_LIBRARY),
+    Review("float32", (), "artefact", note=_NOT_THE_LIBRARY),
 )
 
 

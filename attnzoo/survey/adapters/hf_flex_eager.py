@@ -27,10 +27,6 @@ DECLARATION = replace(
 )
 
 
-# the survey's root causes read against the documentation (attnzoo.survey.findings)
-FINDINGS = (hf_flex.ONE_MASK_PER_HEAD,
-            replace(hf_flex.ONE_MASK_PER_HEAD, dtype="float64"))
-
 
 def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
          enable_gqa=False):
