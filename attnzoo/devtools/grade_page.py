@@ -36,7 +36,7 @@ def compact(doc):
     rows = [dict(r, cells={t: {k: c[k] for k in ("cell", "outcome", "exception")}
                            for t, c in r["cells"].items()}) for r in doc["rows"]]
     out = dict(doc, rows=rows)
-    for key in ("min_caught", "exit_code"):  # the command line's, not the grade's
+    for key in ("min_caught", "exit_code", "isolation"):  # the command line's and machine's
         out.pop(key, None)
     return out
 

@@ -3,12 +3,15 @@
 import argparse
 import json
 import os
+import sys
 
 from attnzoo import options
 from attnzoo.grade import model, render
+from attnzoo.grade import run as runner
 from attnzoo.grade.run import Suite, SuiteError
 from attnzoo.options import BadInput, Options
 from attnzoo.progress import Progress
+from attnzoo.sandbox import hygiene, session
 from attnzoo.streams import deliver
 
 
@@ -23,7 +26,11 @@ def main(args):
         raise BadInput(f"--min-caught must be 0 or more, not {args.min_caught}")
     if args.jobs < 1:
         raise BadInput(f"--jobs must be at least 1, not {args.jobs}")
-    shared = Options.build(backend=args.backend, timeout=args.timeout)  # a test is one call
+    shared = Options.build(backend=args.backend, timeout=args.timeout,  # a test is one call
+                           isolation=args.isolation)
+    hygiene.install()  # attnzoo undumpable, every worker killed on every exit path
+    if shared.isolation_fallback:
+        print(f"attnzoo: {session.fallback_line(shared)}", file=sys.stderr)
     shown = Progress(calls=False)  # in place on a terminal, a line per row elsewhere
 
     def progress(label, done, total):
@@ -31,17 +38,26 @@ def main(args):
 
     try:
         doc = model.grade(Suite(args.path), shared.backend, args.jobs, shared.timeout, progress,
-                          shown_as=args.path)
+                          shown_as=args.path, isolation=session.isolation(shared))
     except SuiteError as e:
         raise BadInput(str(e)) from None
     finally:
         shown.done()
+    unscoped = runner.unscoped()
+    if unscoped:
+        print(f"attnzoo: {UNSCOPED}: {unscoped}", file=sys.stderr)
     code = model.exit_code(doc, args.min_caught)
     shown = doc if args.reveal else model.hide(doc)
+    isolation = {"implementations": shared.isolation, "fallback": shared.isolation_fallback,
+                 "tests_scoped": not unscoped, "unscoped": unscoped}
     if args.json:
-        return deliver(json.dumps(dict(shown, min_caught=args.min_caught, exit_code=code),
-                                  indent=1, ensure_ascii=False), code)
+        return deliver(json.dumps(dict(shown, isolation=isolation, min_caught=args.min_caught,
+                                       exit_code=code), indent=1, ensure_ascii=False), code)
     return deliver(render.text(shown, args.min_caught), code)
+
+
+UNSCOPED = ("graded tests were not scoped, so a test could signal or ptrace processes outside "
+            "its run (the worker server, another row's run) and change a neighbour's verdict")
 
 
 def add_parser(sub):
@@ -64,5 +80,8 @@ def add_parser(sub):
     p.add_argument("--jobs", type=int, default=2, help="implementations at once (default 2)")
     p.add_argument("--timeout", type=float, default=options.CALL_SECONDS, metavar="SECONDS",
                    help=f"time limit per test (default {options.CALL_SECONDS:g})")
+    p.add_argument("--isolation", choices=options.ISOLATIONS, default=None,
+                   help="what the implementations' workers may do: strict (the default where "
+                   "the kernel allows) or process")
     p.add_argument("--progress", action="store_true", help=argparse.SUPPRESS)  # always shown
     return p

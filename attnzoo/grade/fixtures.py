@@ -1,43 +1,66 @@
 """The pytest plugin inside each grading process: injects the fixtures, records every outcome.
 
-``attnzoo grade`` starts one pytest per implementation with ``-p attnzoo.grade.fixtures`` and
-``--attnzoo-grade=PATH``, a file with the spec (locator, contract, backend, record path, whether
-it is a canary: :mod:`attnzoo.grade.canary`) read and deleted before the suite's conftest files
-load, so no test learns from the arguments or that file which implementation it was given.
+``attnzoo grade`` starts one pytest per implementation with ``-p attnzoo.grade.fixtures``; the
+arguments and the environment are the same for every row. What the run is for (the contract,
+the backend, the record path, which functions the implementation has) arrives as the first
+message on a socket the process inherits (:data:`attnzoo.sandbox.child.inherited`), read
+before the suite's conftest files load; with it, for a graded run, comes a second socket: the
+connection to the implementation, which runs in a worker of its own
+(:mod:`attnzoo.sandbox.relay`). Nothing in this process names the implementation: no locator,
+no module, no canary flag (:mod:`attnzoo.grade.canary` dresses it in the worker).
+
 This plugin gives the user's tests ``attention`` (the lesson contract: an object with
 ``causal_mask``, ``softmax``, ``attention`` and ``causal_self_attention``) and ``sdpa`` (a
-callable with ``F.scaled_dot_product_attention``'s signature), each a fresh instance per test so
-that no test sees another's state, and writes one JSON line per event to the record file,
-flushed at once: ``start`` before a test runs and ``done`` with its outcome after, so a process
-that dies or hangs in a test leaves the name of that test behind. Nothing but these JSON lines
-goes back.
+callable with ``F.scaled_dot_product_attention``'s signature), proxies of
+:mod:`attnzoo.grade.proxy`, each on a fresh instance per test so that no test sees another's
+state, and writes one JSON line per event to the record file, flushed at once: ``start`` before
+a test runs and ``done`` with its outcome after, so a process that dies or hangs in a test
+leaves the name of that test behind. A test during which the implementation's worker became
+unreachable (the test killed it, or closed its connection) is recorded ``died``, and the
+process ends there, so that the next test starts with a new worker instead of inheriting a
+dead one. Nothing but these JSON lines goes back.
 """
 
 import json
 import os
+import socket
 
 import pytest
 
-OPTION = "--attnzoo-grade"
+from attnzoo.grade import proxy
+
 FIXTURES = ("attention", "sdpa")
 TEXT_LIMIT = 6000  # characters of pytest's failure text kept per outcome
+LOST = 70  # exit code of a run whose implementation became unreachable during a test
+SPEC_BYTES = 1 << 16
+
+_SPEC = []  # the spec, once read, and the connection to the implementation
 
 
-def pytest_addoption(parser):
-    parser.addoption(OPTION, default=None, help="(internal to attnzoo grade) what to inject")
+def _read_spec():
+    """The first message on the inherited socket, and the relay socket it carries."""
+    from attnzoo.sandbox import child
 
-
-_SPEC = []  # the spec, once read
+    fd, child.inherited = child.inherited, None
+    if fd is None:
+        return None
+    channel = socket.socket(fileno=fd)
+    try:
+        message, fds, _, _ = socket.recv_fds(channel, SPEC_BYTES, 1)
+    finally:
+        channel.close()
+    spec = json.loads(message or b"{}")
+    spec["relay"] = fds[0] if fds else None
+    return spec
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config, parser, args):
-    """Read the spec and delete its file, before any conftest of the suite is imported."""
-    path = early_config.known_args_namespace.attnzoo_grade
-    if path and not _SPEC:
-        with open(path, encoding="utf-8") as f:
-            _SPEC.append(json.load(f))
-        os.unlink(path)
+    """Read the spec, before any conftest of the suite is imported."""
+    if not _SPEC:
+        spec = _read_spec()
+        if spec is not None:
+            _SPEC.append(spec)
 
 
 def pytest_configure(config):
@@ -47,10 +70,15 @@ def pytest_configure(config):
 
 class Recorder:
     def __init__(self, spec):
-        self.spec = spec
+        self.contract = spec.get("contract")
         self.file = open(spec["record"], "a", encoding="utf-8", buffering=1)
         self.outcome = {}  # nodeid -> the outcome record being built
-        self.implementation = None
+        self.connection = None
+        if spec.get("relay") is not None:
+            from attnzoo.grade.proxy import connect
+
+            self.connection = connect(spec["relay"], spec.get("functions") or (),
+                                      spec.get("backend"))
 
     def write(self, **event):
         self.file.write(json.dumps(event, ensure_ascii=False) + "\n")
@@ -91,25 +119,31 @@ class Recorder:
         return report
 
     def pytest_runtest_logfinish(self, nodeid, location):
-        self.write(event="done", test=nodeid, **self.outcome.pop(nodeid, {"outcome": "error"}))
+        outcome = self.outcome.pop(nodeid, {"outcome": "error"})
+        lost = (self.connection is not None and self.connection.used()
+                and not self.connection.alive())
+        if lost:
+            outcome = {"outcome": "died", "exception": "", "text":
+                       "the implementation under test became unreachable during this test "
+                       "(its worker was killed or its connection closed); the tests after it "
+                       "ran with a new one"}
+        self.write(event="done", test=nodeid, **outcome)
+        if lost:
+            self.file.close()
+            os._exit(LOST)
 
     # -- the fixtures' implementation -------------------------------------------------------------
 
     def fresh(self):
-        """A new instance of the implementation: modules as they are, objects rebuilt; for a
-        canary, the reference dressed as it."""
-        from attnzoo.grade.canary import dressed
-        from attnzoo.sandbox.target import load, renewed
-
-        if self.implementation is None:
-            self.implementation = load(self.spec["locator"])
-        fresh = renewed(self.implementation)
-        return dressed(fresh) if self.spec.get("canary") else fresh
+        """The connection, to a new instance of the implementation (made in its worker:
+        modules as they are, objects rebuilt; for a canary, the reference dressed as it)."""
+        self.connection.fresh()
+        return self.connection
 
 
 def _recorder(request):
     recorder = request.config.pluginmanager.get_plugin("attnzoo-grade-recorder")
-    if recorder is None:
+    if recorder is None or recorder.connection is None:
         pytest.skip("run under 'attnzoo grade', which injects the implementation under test")
     return recorder
 
@@ -118,35 +152,18 @@ def _recorder(request):
 def attention(request):
     """The implementation under test, lesson contract: missing functions skip the test."""
     recorder = _recorder(request)
-    if recorder.spec["contract"] != "lesson":
+    if recorder.contract != "lesson":
         pytest.skip("this implementation follows the SDPA contract; the test asks for `attention`")
-    return Lesson(recorder.fresh())
+    return proxy.Lesson(recorder.fresh())
 
 
 @pytest.fixture
 def sdpa(request):
     """The implementation under test, F.scaled_dot_product_attention's signature."""
     recorder = _recorder(request)
-    if recorder.spec["contract"] != "sdpa":
+    if recorder.contract != "sdpa":
         pytest.skip("this implementation follows the lesson contract; the test asks for `sdpa`")
-    return recorder.fresh()
+    return proxy.Callable(recorder.fresh())
 
 
-class Lesson:
-    """The lesson's four functions of one implementation; one it lacks skips the test asking."""
-
-    FUNCTIONS = ("causal_mask", "softmax", "attention", "causal_self_attention")
-
-    def __init__(self, obj):
-        self._obj = obj
-
-    def __getattr__(self, name):
-        fn = getattr(self._obj, name, None)
-        if name in self.FUNCTIONS and not callable(fn):
-            pytest.skip(f"the implementation under test has no {name}")
-        if fn is None:
-            raise AttributeError(name)
-        return fn
-
-    def __repr__(self):  # what pytest prints beside a failing assertion: never the bug's name
-        return "<attention under test>"
+Lesson = proxy.Lesson  # what the `attention` fixture hands a test

@@ -43,12 +43,13 @@ def cell(row, outcome):
 
 
 def grade(suite, backend="numpy", jobs=2, test_seconds=runner.TEST_SECONDS, progress=None,
-          select=None, shown_as=None):
+          select=None, shown_as=None, isolation=None):
     """Collect the suite, run it on every row in a pool of processes; the grade as a dict.
 
     ``select`` keeps only the rows it accepts (tests grade against a few); ``shown_as`` is the
     path as the user wrote it, for the report; ``progress(label, done, total)`` is told of each
-    run (a row, or a canary) as it finishes.
+    run (a row, or a canary) as it finishes; each implementation's worker is confined to
+    ``isolation`` (:class:`attnzoo.sandbox.confine.Isolation`; None: not confined).
     """
     collected = runner.collect(suite)
     tests = {t: f for t, f in collected.items() if f}
@@ -66,7 +67,7 @@ def grade(suite, backend="numpy", jobs=2, test_seconds=runner.TEST_SECONDS, prog
         row, dressed = run
         spec = {"locator": row.locator, "contract": "sdpa" if row.backend == "sdpa" else "lesson",
                 "backend": row.backend, "canary": dressed}
-        outcomes = runner.run(suite, spec, list(tests), test_seconds)
+        outcomes = runner.run(suite, spec, list(tests), test_seconds, isolation)
         if progress:
             progress(f"canary-{row.label}" if dressed else row.label, next(finished), len(runs))
         return row, outcomes

@@ -1,6 +1,17 @@
 """Run a user's pytest suite against one implementation, in its own time-limited process.
 
-The suite is untrusted code. Each run is its own ``pytest`` process (forked by
+The suite is untrusted code, and never holds the implementation: each run starts the
+implementation in a worker of its own (forked, confined to the grade's isolation, and turned
+into a relay: :mod:`attnzoo.sandbox.relay`) and hands the run only a connection to it, which the
+fixtures wrap in a proxy (:mod:`attnzoo.grade.proxy`). The run's spec (the contract, the
+backend, the record path, the functions the implementation has, and that connection) is the
+first message on a socket the run inherits; its arguments and environment are the same for
+every row. The run is scoped where the kernel has Landlock ABI 6 (:func:`confine.scope`): it
+can signal, ptrace or reach by abstract socket nothing outside its own processes, so a test that
+kills the worker server, the implementation's worker or another row's run gets EPERM, and only
+its own verdict changes; where the kernel lacks it, :func:`unscoped` says why.
+
+Each run is its own ``pytest`` process (forked by
 :mod:`attnzoo.sandbox.zygote` from the server that has torch imported already, the one check's
 workers come from: it has no address, so a suite cannot ask it for a process of its own) with
 the grading plugin
@@ -15,19 +26,22 @@ segfault, ``os._exit``) is marked ``died``; then a new process runs the tests no
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from attnzoo.inert import inert
 from attnzoo.options import CALL_SECONDS
-from attnzoo.sandbox import zygote
+from attnzoo.sandbox import hygiene, wire, zygote
 
 # what every graded run imports, ready in the server before the first fork
 zygote.preload("pytest", "_pytest.python", "_pytest.assertion.rewrite", "attnzoo.grade.fixtures",
+               "attnzoo.grade.proxy", "attnzoo.sandbox.relay", "attnzoo.grade.canary",
                "reference", "zoo")
 
 TEST_SECONDS = CALL_SECONDS  # per test: to a grade, one test is one call of the code under test
@@ -73,17 +87,15 @@ class Suite:
         self.path = Path(self.path).resolve()
         self.root = self.path if self.path.is_dir() else self.path.parent
 
-    def command(self, spec, args):
-        """The pytest command line; the spec goes in a file the run reads and deletes before
-        any code of the suite runs, so no test can learn from its arguments what it was given."""
-        ini = Path(spec["record"]).with_suffix(".ini")
+    def command(self, tmp, args):
+        """The pytest command line: the same for every row (the spec comes on the inherited
+        socket, never here)."""
+        ini = Path(tmp) / "pytest.ini"
         ini.write_text("[pytest]\n", encoding="utf-8")
-        given = Path(spec["record"]).with_suffix(".spec")
-        given.write_text(json.dumps(spec), encoding="utf-8")
         return [sys.executable, "-m", "pytest", "-c", str(ini), f"--rootdir={self.root}",
                 f"--confcutdir={self.root}", "-p", "no:cacheprovider", "-p",
-                "attnzoo.grade.fixtures", f"--attnzoo-grade={given}", "-q",
-                "--tb=short", "-o", "console_output_style=classic", *args]
+                "attnzoo.grade.fixtures", "-q", "--tb=short", "-o",
+                "console_output_style=classic", *args]
 
     def env(self):
         env = {k: v for k, v in os.environ.items()
@@ -96,8 +108,7 @@ class Suite:
 def collect(suite):
     """The suite's tests, each with the fixtures of attnzoo it asks for; SuiteError if broken."""
     with tempfile.TemporaryDirectory(prefix="attnzoo-grade-") as tmp:
-        spec = {"record": os.path.join(tmp, "collect.jsonl"), "contract": "none",
-                "locator": ""}
+        spec = {"record": os.path.join(tmp, "collect.jsonl"), "contract": "none"}
         proc, output = _spawn(suite, spec, ["--collect-only", str(suite.path)], tmp)
         try:
             code = proc.wait(timeout=START_SECONDS)
@@ -120,8 +131,10 @@ def collect(suite):
     return tests
 
 
-def run(suite, spec, tests, test_seconds=TEST_SECONDS):
-    """{test id: Outcome} for ``tests`` against the implementation ``spec`` names."""
+def run(suite, spec, tests, test_seconds=TEST_SECONDS, isolation=None):
+    """{test id: Outcome} for ``tests`` against the implementation ``spec`` names (its
+    locator, contract, backend, and whether it is a canary), which runs in a worker confined
+    to ``isolation`` (:class:`attnzoo.sandbox.confine.Isolation`; None: not confined)."""
     results, remaining = {}, list(tests)
     with tempfile.TemporaryDirectory(prefix="attnzoo-grade-") as tmp:
         attempt = 0
@@ -129,7 +142,7 @@ def run(suite, spec, tests, test_seconds=TEST_SECONDS):
             attempt += 1
             record = os.path.join(tmp, f"run{attempt}.jsonl")
             done, stopped = _one_process(suite, dict(spec, record=record), remaining, tmp,
-                                         test_seconds)
+                                         test_seconds, isolation)
             results.update(done)
             left = [t for t in remaining if t not in results]
             if left and len(left) == len(remaining):  # no progress: the run cannot get going
@@ -140,9 +153,17 @@ def run(suite, spec, tests, test_seconds=TEST_SECONDS):
     return {t: results[t] for t in tests}
 
 
-def _one_process(suite, spec, tests, tmp, test_seconds):
+def _one_process(suite, spec, tests, tmp, test_seconds, isolation=None):
     """Run until the process ends or a test overruns; the outcomes it reached, and why it ended."""
-    proc, output = _spawn(suite, spec, tests, tmp)
+    worker = Relay(spec, isolation)
+    try:
+        return _watch(suite, spec, tests, tmp, test_seconds, worker)
+    finally:
+        worker.close()
+
+
+def _watch(suite, spec, tests, tmp, test_seconds, worker):
+    proc, output = _spawn(suite, spec, tests, tmp, worker)
     wanted, results = set(tests), {}
     current, since, offset, stopped = None, time.monotonic(), 0, ""
     while True:
@@ -158,6 +179,7 @@ def _one_process(suite, spec, tests, tmp, test_seconds):
                 results[test] = Outcome(e["outcome"], inert(str(e.get("exception", ""))[:200]),
                                         inert(str(e.get("text", ""))[:TEXT], lines=True))
                 current, since = None, time.monotonic()
+        worker.drain()
         if code is not None:
             _reap(proc)
             break
@@ -176,11 +198,98 @@ def _one_process(suite, spec, tests, tmp, test_seconds):
     return results, stopped
 
 
-def _spawn(suite, spec, args, tmp):
+class Relay:
+    """The implementation's worker for one pytest process: started, told what to load, and
+    its connection handed to the run (None for a collection, which calls nothing)."""
+
+    def __init__(self, spec, isolation):
+        self.proc = self.output = self.sock = None
+        self.functions = []
+        if not spec.get("locator"):
+            return
+        ours, theirs = wire.pair()
+        try:
+            env = dict(os.environ, PYTHONUNBUFFERED="1")
+            self.proc, self.output = hygiene.spawn(theirs.fileno(), env, isolation)
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        self.sock = ours
+        try:
+            ours.settimeout(START_SECONDS)
+            wire.send(ours, {"verb": "relay", "locator": spec["locator"],
+                             "contract": spec["contract"], "canary": bool(spec.get("canary"))})
+            reply, _ = wire.read(ours, START_SECONDS)
+        except (OSError, EOFError, TimeoutError, wire.Malformed) as e:
+            self.close()
+            raise OSError(f"the implementation's worker did not start: {e}") from None
+        found = reply.get("relaying") if isinstance(reply, dict) else None
+        if not isinstance(found, dict) or not isinstance(found.get("functions"), list):
+            self.close()
+            raise OSError(f"the implementation's worker did not start: "
+                          f"{inert(str(reply)[:300])}")
+        self.functions = [f for f in found["functions"] if isinstance(f, str)]
+
+    def handed(self):
+        """The connection's descriptor for the run; this process keeps no copy after."""
+        return None if self.sock is None else self.sock.fileno()
+
+    def release(self):
+        """After the run has its copy: ours closes, so the worker ends when the run does."""
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+
+    def drain(self):
+        if self.output is not None:
+            self.output.drain()
+
+    def close(self):
+        self.release()
+        if self.proc is not None:
+            hygiene.kill(self.proc)
+            self.output.drain()
+            self.output.stream.close()
+            self.proc = None
+
+
+_unscoped = {}  # why a graded run could not be scoped, once per reason
+_unscoped_lock = threading.Lock()
+
+
+def unscoped():
+    """Why graded runs of this process were not scoped (one phrase), or None."""
+    with _unscoped_lock:
+        return next(iter(_unscoped), None)
+
+
+def _spawn(suite, spec, args, tmp, worker=None):
     fd, path = tempfile.mkstemp(dir=tmp, suffix=".out")
     os.close(fd)
-    command = suite.command(spec, args)
-    proc = zygote.spawn_pytest(command[3:], suite.root, suite.env(), path)  # after `-m pytest`
+    command = suite.command(tmp, args)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        proc = zygote.spawn_pytest(command[3:], suite.root, suite.env(), path,  # after `-m
+                                   theirs.fileno())                           # pytest`
+    finally:
+        theirs.close()
+    if proc.unscoped:
+        with _unscoped_lock:
+            _unscoped.setdefault(inert(proc.unscoped), True)
+    given = {"record": spec["record"], "contract": spec["contract"],
+             "backend": spec.get("backend"),
+             "functions": worker.functions if worker is not None else []}
+    relay = worker.handed() if worker is not None else None
+    try:
+        socket.send_fds(ours, [json.dumps(given).encode()], [relay] if relay is not None else [])
+    except OSError:  # the run died at once: its exit says how
+        pass
+    finally:
+        ours.close()
+        if worker is not None:
+            worker.release()
     return proc, open(path, "rb")
 
 

@@ -19,6 +19,8 @@ import tempfile
 
 from attnzoo.sandbox import confine, lifeline, worker
 
+inherited = None  # in a pytest run: the descriptor its spec arrives on (attnzoo.grade.fixtures)
+
 
 def become(request, fds, server_fds, said):
     """In the child: what ``python -m attnzoo.sandbox.worker FD`` (or ``python -m pytest
@@ -49,11 +51,13 @@ def become(request, fds, server_fds, said):
         os.environ.update(request["env"])
         tempfile.tempdir = None  # the server's cached /tmp: asked again, of the request's TMPDIR
         sys.path[0] = request["cwd"]
-        _confine(request.get("confine"), said)
         if request.get("run") == "pytest":
-            os.close(wire_fd)  # a second copy of the output file: a pytest run has no wire
+            _scope(request.get("scope"), said)
+            global inherited
+            inherited = wire_fd  # the grade's spec comes on it: never argv, never environ
             code = _pytest(request["args"], request["env"])
         else:
+            _confine(request.get("confine"), said)
             sys.argv = [worker.__file__, str(wire_fd)]
             worker.main(wire_fd)
             code = 0
@@ -90,6 +94,21 @@ def _confine(asked, said):
     os.close(said)
     if "unconfined" in word:
         raise SystemExit(f"attnzoo: the worker could not be confined: {word['unconfined']}")
+
+
+def _scope(asked, said):
+    """A graded pytest run: scoped when asked (:func:`confine.scope`: no signal, ptrace or
+    abstract socket reaching outside its own processes), then its word on that."""
+    word = {}
+    if asked:
+        try:
+            confine.scope()
+            lifeline.die_with_parent()
+            word = {"scoped": True}
+        except OSError as e:
+            word = {"unscoped": str(e)}
+    os.write(said, json.dumps(word).encode())
+    os.close(said)
 
 
 def _pytest(args, env):

@@ -211,6 +211,31 @@ def _assemble(lines):
     return out
 
 
+def scope():
+    """Landlock's scoping alone (ABI 6 or later), for a process that may otherwise do what its
+    user may (a graded pytest run): from now on it, and everything it starts, can send no
+    signal to, ptrace, or connect to an abstract Unix socket of, a process outside its own
+    Landlock domain (attnzoo, the worker server, the implementation's worker, another row's
+    run). Files and network are left alone. OSError says why not: an older kernel, no
+    Landlock."""
+    if sys.platform != "linux":
+        raise OSError(f"Landlock needs Linux, not {sys.platform}")
+    abi = landlock_abi()
+    if abi < LANDLOCK_NEEDED:
+        raise OSError(f"this kernel has Landlock ABI {abi}; scoping signals needs "
+                      f"{LANDLOCK_NEEDED} or later (Linux 6.12)" if abi else
+                      "this kernel has no Landlock (Linux 6.12 or later with it enabled)")
+    attr = ctypes.create_string_buffer(struct.pack("=QQQ", 0, 0, SCOPES))
+    ruleset = _call(_libc.syscall(CREATE_RULESET, attr, ctypes.c_size_t(24),
+                                  ctypes.c_uint32(0)), "landlock_create_ruleset")
+    try:
+        _call(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+        _call(_libc.syscall(RESTRICT_SELF, ruleset, ctypes.c_uint32(0)),
+              "landlock_restrict_self")
+    finally:
+        os.close(ruleset)
+
+
 def landlock_abi():
     """The kernel's Landlock ABI version; 0 where it has none (or it is disabled)."""
     if sys.platform != "linux":

@@ -10,6 +10,10 @@ target's code); ``{"verb": "target", "target": fields}`` → ``{"ready": facts}`
 as the raw data of :func:`gradcheck.collect`) | ``{"fail": verdict, "what": text}``.
 ``{"verb": "reread", "handle"}`` → the answers a call with ``"keep"`` returned, as their storage
 holds them now.
+``{"verb": "relay", "locator", "contract", "canary"}`` turns the worker into a relay for one
+implementation (:mod:`attnzoo.sandbox.relay`, the other end of ``attnzoo grade``'s proxy): its
+first reply is ``{"relaying": {"functions"}}`` | ``{"bad"}``, and it answers only the proxy's
+messages from then on.
 A call's ``"refill"`` and ``"overwrite"`` name a call kept with ``"keep"``, whose argument
 objects it reuses or whose answers it writes into first (:mod:`attnzoo.sandbox.caller`).
 Nothing here decides a verdict: the parent reads every reply as untrusted data.
@@ -37,6 +41,10 @@ def main(fd):
         except EOFError:
             return
         verb, out = header.get("verb"), []
+        if verb == "relay":
+            from attnzoo.sandbox import relay
+
+            return relay.serve(sock, header)
         try:
             if verb == "describe":
                 reply = {"described": describe(_load(loaded, header["locator"], load),

@@ -117,6 +117,7 @@ class Forked:
     def __init__(self, message, server):
         self.pid, self.server, self.returncode = message["pid"], server, None
         self.confined, self.unconfined = message.get("confined"), message.get("unconfined")
+        self.scoped, self.unscoped = message.get("scoped"), message.get("unscoped")
 
     def poll(self):
         if self.returncode is None:
@@ -141,12 +142,14 @@ def spawn(wire_fd, out_fd, env, confinement=None):
     return _fork(request, [wire_fd, out_fd])
 
 
-def spawn_pytest(args, cwd, env, output):
-    """Fork ``python -m pytest ARGS`` in ``cwd``, its output appended to the file ``output``."""
+def spawn_pytest(args, cwd, env, output, channel, scope=True):
+    """Fork ``python -m pytest ARGS`` in ``cwd``, its output appended to the file ``output``;
+    it inherits the socket ``channel`` (a descriptor), on which its spec comes, and is scoped
+    (:func:`confine.scope`) when ``scope`` and the kernel allow."""
     out = os.open(output, os.O_WRONLY | os.O_APPEND)
     try:
-        return _fork({"run": "pytest", "args": list(args), "env": env, "cwd": str(cwd)},
-                     [out, out])
+        return _fork({"run": "pytest", "args": list(args), "env": env, "cwd": str(cwd),
+                      "scope": bool(scope)}, [channel, out])
     finally:
         os.close(out)
 
