@@ -129,6 +129,7 @@ class Connection:
             header["rng"] = len(enc.buffers) - 1
 
     def _after(self, reply, got):
+        __tracebackhide__ = True
         torch = relay._torch()
         i = reply.get("rng")
         if torch is not None and type(i) is int and 0 <= i < len(got) and \
@@ -141,6 +142,7 @@ class Connection:
             raise relay.rebuilt(reply["raised"])
 
     def call(self, fn, args, kwargs):
+        __tracebackhide__ = True
         torch = relay._torch()
         grad = (torch is not None and torch.is_grad_enabled()
                 and any(t.requires_grad for t in relay._tensors((args, kwargs))))
@@ -207,12 +209,15 @@ def _errstate():
 
 
 def _call_with_grad(conn, fn, args, kwargs):
+    __tracebackhide__ = True
     import torch
 
     inputs = [t for t in relay._tensors((args, kwargs)) if t.requires_grad]
     box = {}
     flat = _Relayed.apply(conn, fn, args, kwargs, box, *inputs)
-    it = iter(flat)
+    # an answer with no graph in the worker has none here either: its backward fails as it
+    # would have
+    it = iter(t if tracked else t.detach() for t, tracked in zip(flat, box["tracked"]))
     return _rebuild(box["answer"], lambda t: next(it), torch)
 
 
@@ -238,7 +243,8 @@ def _function():
         def forward(ctx, conn, fn, args, kwargs, box, *inputs):
             answer, graph = conn.forward(fn, args, kwargs)
             box["answer"] = answer
-            flat = relay._tensors(answer)
+            flat = [t.detach() for t in relay._tensors(answer)]
+            box["tracked"] = [t.requires_grad for t in relay._tensors(answer)]
             ctx.conn, ctx.graph = conn, graph
             ctx.floats = [t.is_floating_point() for t in flat]
             ctx.n_inputs = len(inputs)
@@ -282,6 +288,7 @@ class Function:
         self._connection, self._name = connection, name
 
     def __call__(self, *args, **kwargs):
+        __tracebackhide__ = True  # a failure shows the test's line, not the relay's
         return self._connection.call(self._name, args, kwargs)
 
     def __repr__(self):
@@ -297,6 +304,7 @@ class Callable:
         self._connection = connection
 
     def __call__(self, *args, **kwargs):
+        __tracebackhide__ = True
         return self._connection.call("__call__", args, kwargs)
 
     def __repr__(self):

@@ -30,8 +30,11 @@ def become(request, fds, server_fds, said):
     try:
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        for f in server_fds:
-            os.close(f)
+        for f in server_fds:  # the server's socket object is closed, not only its number,
+            if hasattr(f, "close"):  # so that nothing here can close a descriptor reusing it
+                f.close()
+            else:
+                os.close(f)
         wire_fd, out_fd = fds
         os.setsid()
         lifeline.subreaper()  # what it orphans stays below it; once it ends, the server's

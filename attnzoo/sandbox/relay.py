@@ -243,6 +243,11 @@ def _tensor(values, name, desc):
     if name == "bfloat16":
         t = t.to(torch.bfloat16)
     strides = _layout(desc, list(values.shape))
+    spread = [n > 1 and s == 0 for n, s in zip(values.shape, strides or ())]
+    if any(spread):  # an expanded tensor (a gradient of a sum): the same, expanded again
+        one = values[tuple(slice(0, 1) if e else slice(None) for e in spread)]
+        reduced = dict(desc, strides=[0 if e else s for e, s in zip(spread, strides)])
+        return _tensor(np.ascontiguousarray(one), name, reduced).expand(*values.shape)
     if strides is not None and min(strides) >= 0:
         _, size = _extent(values.shape, strides)
         if size <= 4 * values.size + 64:
@@ -481,7 +486,7 @@ class Relay:
                 reply = {"raised": raised(e), "warned": warned(records)}
                 reply["rng"] = self._rng_out(enc)
                 return reply, enc.buffers
-        enc = Encoder(handle_of=None if grad else self._answer_handle, grad=False)
+        enc = Encoder(handle_of=None if grad else self._answer_handle, grad=grad)
         try:
             tree = enc.value(answer)
         except Unrelayable as e:

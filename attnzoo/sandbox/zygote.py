@@ -232,7 +232,7 @@ def serve(fd):
             pid = os.fork()
             if pid == 0:
                 os.close(word)
-                child.become(json.loads(message), fds, (sock.fileno(), wake_r, wake_w), said)
+                child.become(json.loads(message), fds, (sock, wake_r, wake_w), said)
             forked.add(pid)
             os.close(said)
             for f in fds:
