@@ -14,6 +14,10 @@ a system call the filter sees; and changing a file's mode, owner, times or exten
 which Landlock does not restrict either. ``process``: only the limits below, and the session
 hygiene every worker has (:mod:`attnzoo.sandbox.hygiene`).
 
+:func:`scope` is Landlock's scoping alone (signals, abstract Unix sockets, and the ptrace
+restriction every Landlock domain has), for a graded pytest run, which may otherwise do what
+its user may.
+
 Both levels cap what the worker allocates (RLIMIT_DATA: private writable memory; not
 RLIMIT_AS, which counts the address space CUDA reserves), the size of each file it writes
 (RLIMIT_FSIZE; strict also caps the scratch as a whole) and core dumps (none).

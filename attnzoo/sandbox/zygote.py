@@ -16,9 +16,10 @@ server dies, which dies with attnzoo. The server reaps its children and reports 
 ``sys.modules``; the target's own module is imported by the worker, fresh, every time.
 
 ``attnzoo grade`` forks its pytest runs here too (:func:`spawn_pytest`): the child is set up the
-same way, with its output appended to a file, and becomes ``python -m pytest ARGS`` with torch
-on one thread; modules a caller wants ready for its children are named with :func:`preload`
-before the server starts.
+same way, with its output appended to a file, keeps the socket it was handed (its spec comes
+on it: :data:`child.inherited`), scopes itself with Landlock where it can
+(:func:`confine.scope`) and becomes ``python -m pytest ARGS`` with torch on one thread; modules
+a caller wants ready for its children are named with :func:`preload` before the server starts.
 """
 
 import atexit
