@@ -26,7 +26,7 @@ import zoo
 from attnzoo.grade import model, proxy
 from attnzoo.grade import run as runner
 from attnzoo.grade.run import Suite
-from attnzoo.sandbox import hygiene, zygote
+from attnzoo.sandbox import hygiene, relay, zygote
 from attnzoo.sandbox.target import load, renewed
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -240,6 +240,25 @@ def test_an_exception_of_the_implementation_reaches_the_test_as_its_type(relayed
     text = str(info.value)
     assert "\x1b" not in text and "\\x1b[2J" in text or kind in ("axis", "exit")
     assert f(np.ones(2), "none").tolist() == [1.0, 1.0]  # the worker goes on after it
+
+
+def test_an_exception_class_of_the_implementations_own_never_leaves_its_worker():
+    """What the worker sends of an exception names only builtin, NumPy or torch classes: a
+    test reading the raw reply learns no module of the implementation's."""
+
+    class Mine(ValueError):
+        pass
+
+    sent = json.dumps(relay.raised(Mine("\x1b[2J")))
+    assert "Mine" not in sent and __name__ not in sent and "\x1b[2J" not in sent
+    assert type(relay.rebuilt(json.loads(sent))) is ValueError
+
+
+def test_a_function_asked_for_by_name_that_is_missing_is_worded_by_attnzoo(relayed):
+    r = relayed(str(IMPLS / "only_softmax.py"), "lesson", "numpy")
+    r.fresh()
+    with pytest.raises(AttributeError, match="has no attention$"):
+        r.connection.call("attention", (1, 2, 3), {})
 
 
 def test_an_argument_that_cannot_travel_is_a_type_error_here(relayed):
@@ -505,3 +524,17 @@ def test_a_relay_worker_ends_with_its_connection(relayed):
     assert r.worker.proc.poll() is not None
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_where_the_kernel_cannot_scope_a_run_the_grade_says_so(monkeypatch):
+    """No Landlock: the runs go on unscoped, and runner.unscoped() gives the one line's reason
+    (which `attnzoo grade` prints on stderr and puts in its JSON)."""
+    zygote.stop()
+    monkeypatch.setattr(zygote, "PRELOAD", zygote.PRELOAD + ["tests.targets.grade.impl.old_kernel"])
+    monkeypatch.setattr(runner, "_unscoped", {})
+    try:
+        doc = model.grade(Suite(SUITES / "known_suite.py"), select=lambda r: r.id == "reference")
+        assert doc["summary"]["false_alarms"] == 0
+        assert "no Landlock" in (runner.unscoped() or "")
+    finally:
+        zygote.stop()  # the next server starts without the patch

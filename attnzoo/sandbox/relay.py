@@ -321,9 +321,14 @@ def raised(e):
             text = str(e)
         except BaseException:  # noqa: BLE001 - an exception whose __str__ fails
             text = ""
-    classes = [[c.__module__, c.__qualname__] for c in type(e).__mro__
-               if issubclass(c, BaseException)]
-    return {"classes": classes, "text": inert(text[:TEXT], lines=True)}
+    return {"classes": _public(type(e), BaseException), "text": inert(text[:TEXT], lines=True)}
+
+
+def _public(cls, base):
+    """The classes of ``cls``'s MRO the proxy may rebuild (builtin, NumPy's, torch's): a class
+    of the implementation's own module would name it, so it never leaves the worker."""
+    return [[c.__module__, c.__qualname__] for c in cls.__mro__ if issubclass(c, base)
+            and (c.__module__ == "builtins" or c.__module__.split(".")[0] in EXCEPTION_HOMES)]
 
 
 def rebuilt(info):
@@ -368,8 +373,7 @@ def warned(records):
     out = []
     for w in records[:20]:
         cls = w.category if isinstance(w.category, type) else UserWarning
-        out.append({"classes": [[c.__module__, c.__qualname__] for c in cls.__mro__
-                                if issubclass(c, Warning)],
+        out.append({"classes": _public(cls, Warning),
                     "text": inert(str(w.message)[:TEXT], lines=True)})
     return out
 
@@ -466,7 +470,10 @@ class Relay:
             for obj, desc in made:
                 if desc.get("h") is not None and not isinstance(obj, np.generic):
                     self._register(obj, desc["h"])
-        fn = self._function(header.get("fn"))
+        try:
+            fn = self._function(header.get("fn"))
+        except wire.Malformed as e:
+            return {"raised": raised(AttributeError(str(e)))}, []
         self._rng_in(header, buffers)
         err = header.get("errstate")
         err = err if isinstance(err, dict) and set(err) <= {"divide", "over", "under",
@@ -504,9 +511,10 @@ class Relay:
     def _function(self, name):
         if self.contract == "sdpa":
             return self.current
-        if name not in LESSON:
-            raise wire.Malformed("no such function")
-        return getattr(self.current, name)
+        fn = getattr(self.current, name, None) if name in LESSON else None
+        if not callable(fn):  # worded here: Python's own message would name the class
+            raise wire.Malformed(f"the implementation under test has no {inert(str(name))[:40]}")
+        return fn
 
     def _answer_handle(self, obj):
         """An answer already known to the proxy is named; a new one gets a handle of its own."""
