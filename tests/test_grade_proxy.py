@@ -122,6 +122,39 @@ def lesson_script(impl):
     return observe(seen)
 
 
+def torch_lesson_script(impl):
+    """The lesson's functions on tensors, a backward through ``attention`` included."""
+    import torch
+
+    torch.manual_seed(2)
+    q, k, v = (torch.randn(4, 8, dtype=torch.float64) for _ in range(3))
+    x = torch.randn(2, 5)
+    seen = {"mask": attempt(impl.causal_mask, 4), "softmax": attempt(impl.softmax, x)}
+    seen["x after softmax"] = x
+    seen["attention"] = attempt(impl.attention, q, k, v, torch.ones(4, 4, dtype=torch.bool).tril())
+    qg = q.clone().requires_grad_(True)
+    try:
+        out, w = impl.attention(qg, k, v, None)
+        (out.sum() + w[0, 0]).backward()
+        seen["grad"] = qg.grad
+    except Exception as e:  # noqa: BLE001
+        seen["grad"] = ("raised", type(e).__name__)
+    X = torch.randn(2, 4, 16, dtype=torch.float64)
+    W = [torch.randn(16, 8, dtype=torch.float64) for _ in range(3)]
+    seen["self"] = attempt(impl.causal_self_attention, X, *W)
+    return observe(seen)
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_every_torch_lesson_row_behaves_the_same_through_the_proxy(relayed):
+    pytest.importorskip("torch")
+    for row in rows("lesson", "torch"):
+        r = relayed(row.locator, "lesson", "torch")
+        want = torch_lesson_script(_LessonDirect(direct(row)))
+        assert torch_lesson_script(r.fresh()) == want, row.label
+        r.close()
+
+
 def _read_only(a):
     a.flags.writeable = False
     return a
