@@ -32,6 +32,23 @@ def test_signals_everything_it_finds(attention):
     _mask_ok(attention)
 
 
+def test_ptraces_its_parents(attention):
+    """The worker server and attnzoo: PTRACE_ATTACH is refused (Landlock's domain; attnzoo is
+    not dumpable either), so nothing here can read their memory."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    server = os.getppid()
+    with open(f"/proc/{server}/stat", "rb") as f:
+        attnzoo = int(f.read().rsplit(b")", 1)[1].split()[1])
+    for pid in (server, attnzoo):
+        attached = libc.ptrace(16, pid, None, None)  # PTRACE_ATTACH
+        if attached == 0:
+            libc.ptrace(17, pid, None, None)  # PTRACE_DETACH at once
+        assert attached == -1, f"attached to {pid}"
+    _mask_ok(attention)
+
+
 def test_closes_its_connection(attention):
     """Closes every socket it holds, the one to the implementation among them: it dies."""
     import socket
