@@ -179,6 +179,7 @@ def test_a_function_the_implementation_lacks_skips_the_test():
 
     worker = Relay({"locator": str(SUITES / "impl" / "only_softmax.py"), "contract": "lesson"},
                    None)
+    worker.ready()
     try:
         lesson = proxy.Lesson(proxy.Connection(worker.sock, worker.functions, "numpy"))
         assert lesson.softmax(1) == 1

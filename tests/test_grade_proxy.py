@@ -44,6 +44,7 @@ class Relayed:
     def __init__(self, locator, contract, backend, canary=False):
         self.worker = runner.Relay({"locator": locator, "contract": contract,
                                     "canary": canary}, None)
+        self.worker.ready()
         self.connection = proxy.Connection(self.worker.sock, self.worker.functions, backend)
         self.contract = contract
 

@@ -72,8 +72,11 @@ def grade(suite, backend="numpy", jobs=2, test_seconds=runner.TEST_SECONDS, prog
             progress(f"canary-{row.label}" if dressed else row.label, next(finished), len(runs))
         return row, outcomes
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        results = list(pool.map(one, runs))
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            results = list(pool.map(one, runs))
+    finally:
+        runner.settle()  # every implementation's worker gone before the grade is
     return build(shown_as or str(suite.path), backend, tests, results[:len(rows)],
                  results[len(rows):])
 

@@ -155,15 +155,16 @@ def run(suite, spec, tests, test_seconds=TEST_SECONDS, isolation=None):
 
 def _one_process(suite, spec, tests, tmp, test_seconds, isolation=None):
     """Run until the process ends or a test overruns; the outcomes it reached, and why it ended."""
-    worker = Relay(spec, isolation)
+    held = []  # the implementation's worker, once started
     try:
-        return _watch(suite, spec, tests, tmp, test_seconds, worker)
+        proc, output = _spawn(suite, spec, tests, tmp, isolation, held)
+        return _watch(spec, tests, test_seconds, held[0], proc, output)
     finally:
-        worker.close()
+        for worker in held:
+            worker.close_later()
 
 
-def _watch(suite, spec, tests, tmp, test_seconds, worker):
-    proc, output = _spawn(suite, spec, tests, tmp, worker)
+def _watch(spec, tests, test_seconds, worker, proc, output):
     wanted, results = set(tests), {}
     current, since, offset, stopped = None, time.monotonic(), 0, ""
     while True:
@@ -204,7 +205,7 @@ class Relay:
 
     def __init__(self, spec, isolation):
         self.proc = self.output = self.sock = None
-        self.functions = []
+        self.functions, self.waiting = [], False
         if not spec.get("locator"):
             return
         ours, theirs = wire.pair()
@@ -221,7 +222,18 @@ class Relay:
             ours.settimeout(START_SECONDS)
             wire.send(ours, {"verb": "relay", "locator": spec["locator"],
                              "contract": spec["contract"], "canary": bool(spec.get("canary"))})
-            reply, _ = wire.read(ours, START_SECONDS)
+        except OSError as e:
+            self.close()
+            raise OSError(f"the implementation's worker did not start: {e}") from None
+        self.waiting = True  # its word comes while the pytest run starts: ready() reads it
+
+    def ready(self):
+        """Wait for the worker's word that it loaded the implementation (its functions)."""
+        if self.sock is None or not self.waiting:
+            return
+        self.waiting = False
+        try:
+            reply, _ = wire.read(self.sock, START_SECONDS)
         except (OSError, EOFError, TimeoutError, wire.Malformed) as e:
             self.close()
             raise OSError(f"the implementation's worker did not start: {e}") from None
@@ -246,6 +258,17 @@ class Relay:
         if self.output is not None:
             self.output.drain()
 
+    def close_later(self):
+        """Close in a thread of its own (killing and reaping takes a few milliseconds, spent
+        while the next run starts); :func:`settle` waits for every such close."""
+        self.release()
+        if self.proc is None:
+            return
+        closing = threading.Thread(target=self.close, name="attnzoo-relay-close")
+        with _closing_lock:
+            _closing.append(closing)
+        closing.start()
+
     def close(self):
         self.release()
         if self.proc is not None:
@@ -253,6 +276,20 @@ class Relay:
             self.output.drain()
             self.output.stream.close()
             self.proc = None
+
+
+_closing = []  # threads closing workers (Relay.close_later)
+_closing_lock = threading.Lock()
+
+
+def settle():
+    """Wait until every implementation's worker closed so far is gone, killed and reaped."""
+    while True:
+        with _closing_lock:
+            if not _closing:
+                return
+            closing = _closing.pop()
+        closing.join()
 
 
 _unscoped = {}  # why a graded run could not be scoped, once per reason
@@ -265,7 +302,10 @@ def unscoped():
         return next(iter(_unscoped), None)
 
 
-def _spawn(suite, spec, args, tmp, worker=None):
+def _spawn(suite, spec, args, tmp, isolation=None, held=None):
+    """Fork the pytest run, then (``held`` given) the implementation's worker, which forks and
+    loads while the run starts; the spec and the worker's connection go to the run on the
+    socket it inherits. The worker is appended to ``held`` (the caller closes it)."""
     fd, path = tempfile.mkstemp(dir=tmp, suffix=".out")
     os.close(fd)
     command = suite.command(tmp, args)
@@ -278,6 +318,16 @@ def _spawn(suite, spec, args, tmp, worker=None):
     if proc.unscoped:
         with _unscoped_lock:
             _unscoped.setdefault(inert(proc.unscoped), True)
+    worker = None
+    if held is not None:
+        try:
+            worker = Relay(spec, isolation)
+            held.append(worker)
+            worker.ready()  # it loaded while the run started
+        except BaseException:
+            ours.close()
+            _kill(proc)
+            raise
     given = {"record": spec["record"], "contract": spec["contract"],
              "backend": spec.get("backend"),
              "functions": worker.functions if worker is not None else []}
