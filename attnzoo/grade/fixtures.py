@@ -34,7 +34,7 @@ TEXT_LIMIT = 6000  # characters of pytest's failure text kept per outcome
 LOST = 70  # exit code of a run whose implementation became unreachable during a test
 SPEC_BYTES = 1 << 16
 
-_SPEC = []  # the spec, once read, and the connection to the implementation
+_SPEC = []  # the spec, once read ("relay": the descriptor of the connection to the worker)
 
 
 def _read_spec():
