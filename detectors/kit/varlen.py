@@ -490,3 +490,122 @@ def check(detector, target, dtypes=("float64", "float32"), seed=0):
         except VarlenMismatch as mismatch:
             return f"{name}: {mismatch}"
     return None
+
+
+# -- derived cases: the other side of each metamorphic relation ---------------------------------
+
+
+def owned(case):
+    """The token rows that belong to a sequence (guard rows past cu_seqlens_q[-1] do not)."""
+    return slice(0, sum(case.lens_q))
+
+
+def visible(sq, sk, causal, window_size, alignment="bottom-right"):
+    """(sq, sk) bool: which keys each query sees, by V3 and V4 under the declared alignment."""
+    d = torch.arange(sq)[:, None] + (sk - sq if alignment == "bottom-right" else 0)
+    j = torch.arange(sk)[None, :]
+    wl, wr = window_size
+    keep = torch.ones(sq, sk, dtype=torch.bool)
+    if causal:
+        keep &= j <= d
+    if wl >= 0:
+        keep &= j >= d - wl
+    if wr >= 0:
+        keep &= j <= d + wr
+    return keep
+
+
+def empty_rows(case, alignment="bottom-right"):
+    """(total_q,) bool: owned rows that see no key."""
+    empty = torch.zeros(case.q.shape[0], dtype=torch.bool)
+    start = 0
+    for sq, sk in zip(case.lens_q, case.lens_k):
+        keep = visible(sq, sk, case.args["causal"], case.args["window_size"], alignment)
+        empty[start:start + sq] = ~keep.any(dim=1) if sk else True
+        start += sq
+    return empty
+
+
+def sequence_keys(case, b):
+    """Sequence b's used keys and values, (sk, Hk, D) and (sk, Hk, Dv), packed or paged."""
+    return keys_of(case.k, case.v, b, case.lens_k[b], case.args.get("cu_seqlens_k"),
+                   case.args.get("block_table"))
+
+
+def key_slices(case, alignment="bottom-right"):
+    """Every owned query alone, a sequence of one, with exactly the keys it may see and no mask:
+    the case's window and causal mask written as a key slice (the window's contiguous range)."""
+    qs, ks, vs, lens = [], [], [], []
+    start = 0
+    for b, (sq, sk) in enumerate(zip(case.lens_q, case.lens_k)):
+        kb, vb = sequence_keys(case, b)
+        keep = visible(sq, sk, case.args["causal"], case.args["window_size"], alignment)
+        for i in range(sq):
+            seen = keep[i].nonzero().flatten()
+            lo, hi = (int(seen[0]), int(seen[-1]) + 1) if len(seen) else (0, 0)
+            qs.append(case.q[start + i:start + i + 1])
+            ks.append(kb[lo:hi])
+            vs.append(vb[lo:hi])
+            lens.append(hi - lo)
+        start += sq
+    n = len(qs)
+    args = {a: x for a, x in case.args.items() if a not in ("block_table", "seqused_k")}
+    args.update(cu_seqlens_q=i32(range(n + 1)), cu_seqlens_k=cumulative(lens), max_seqlen_q=1,
+                max_seqlen_k=max(lens, default=0), causal=False, window_size=(-1, -1))
+    return replace(case, name=case.name + " (each query alone with its visible keys)",
+                   q=torch.cat(qs), k=torch.cat(ks), v=torch.cat(vs), args=args,
+                   lens_q=(1,) * n, lens_k=tuple(lens))
+
+
+def last_rows(case, n):
+    """The last n queries of every sequence (fewer where it has fewer) against all its keys:
+    decode (n = 1) and chunked prefill after a prefill of the same sequences."""
+    cu = [int(x) for x in case.args["cu_seqlens_q"]]
+    take = [min(n, cu[b + 1] - cu[b]) for b in range(case.B)]
+    rows = torch.cat([torch.arange(cu[b + 1] - t, cu[b + 1]) for b, t in enumerate(take)])
+    chunk = replace(case, name=f"{case.name} (last {n} queries of each sequence)",
+                    q=case.q[rows], lens_q=tuple(take),
+                    args=dict(case.args, cu_seqlens_q=cumulative(take), max_seqlen_q=max(take)))
+    return chunk, rows
+
+
+def halves(case):
+    """Two cases with the first and the second half of every sequence's keys, packed."""
+    parts = []
+    for first in (True, False):
+        ks, vs, lens = [], [], []
+        for b, n in enumerate(case.lens_k):
+            kb, vb = sequence_keys(case, b)
+            cut = slice(0, n // 2) if first else slice(n // 2, n)
+            ks.append(kb[cut])
+            vs.append(vb[cut])
+            lens.append(len(kb[cut]))
+        args = {a: x for a, x in case.args.items() if a not in ("block_table", "seqused_k")}
+        args.update(cu_seqlens_k=cumulative(lens), max_seqlen_k=max(lens, default=0))
+        parts.append(replace(case, name=f"{case.name} ({'first' if first else 'second'} half "
+                             "of the keys)", k=torch.cat(ks), v=torch.cat(vs), args=args,
+                             lens_k=tuple(lens)))
+    return parts
+
+
+def repeated_heads(case):
+    """The GQA case with every key/value head repeated for the query heads that read it."""
+    Hq, Hk = case.heads
+    return case.with_(case.name + " (key/value heads repeated to one per query head)",
+                      k=case.k.repeat_interleave(Hq // Hk, dim=-2),
+                      v=case.v.repeat_interleave(Hq // Hk, dim=-2))
+
+
+def max_score(case):
+    """The largest |scale·q·k| over the case's used keys (what a cap must stay far above)."""
+    top, start = 0.0, 0
+    scale = case.args.get("softmax_scale") or case.q.shape[-1] ** -0.5
+    Hq, Hk = case.heads
+    for b, sq in enumerate(case.lens_q):
+        kb, _ = sequence_keys(case, b)
+        if sq and len(kb):
+            qb = case.q[start:start + sq].double()
+            kb = kb.double().repeat_interleave(Hq // Hk, dim=1)
+            top = max(top, float(torch.einsum("qhd,khd->hqk", qb, kb).abs().max()) * scale)
+        start += sq
+    return top

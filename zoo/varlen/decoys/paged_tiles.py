@@ -51,8 +51,9 @@ class PagedTiles:
                 slopes = (alibi_slopes[b] if alibi_slopes.dim() == 2 else alibi_slopes)
                 slopes = slopes.to(work).view(Hk, g, 1, 1)
             for m0 in range(0, sq, BLOCK_M):
-                rows = min(BLOCK_M, sq - m0)
-                qt = q[q0 + m0:q0 + m0 + rows].to(work) * scale  # (rows, Hq, D)
+                end = q0 + m0 + self.tile_rows(sq, m0)
+                qt = q[q0 + m0:end].to(work) * scale  # (rows, Hq, D)
+                rows = qt.shape[0]
                 qt = qt.permute(1, 0, 2).reshape(Hk, g, rows, D)  # heads grouped per kv head
                 d = (torch.arange(rows) + m0 + sk - sq)[:, None]  # (rows, 1) diagonals
                 m = torch.full((Hk, g, rows, 1), -math.inf, dtype=work)
@@ -75,6 +76,10 @@ class PagedTiles:
         return (out, lse[:, :total_q]) if return_lse else out
 
     fill = -math.inf
+
+    def tile_rows(self, sq, m0):
+        """How many queries the tile starting at m0 holds: cut at the sequence's end."""
+        return min(BLOCK_M, sq - m0)
 
     def tile(self, k, v, block_table, b, k0, t, size):
         """Key tile t: its keys, values and logical positions (n,)."""

@@ -39,7 +39,7 @@ class SplitKV:
             q0, q1 = int(cu_seqlens_q[b]), int(cu_seqlens_q[b + 1])
             sq = q1 - q0
             kb, vb = self.allocated(k, v, b, cu_seqlens_k, block_table)  # (alloc, Hk, D|Dv)
-            sk = int(seqused_k[b]) if seqused_k is not None else kb.shape[0]
+            sk = self.used(b, seqused_k, kb.shape[0], max_seqlen_k)
             if sq == 0:
                 continue
             kb = kb.to(work).repeat_interleave(Hq // Hk, dim=1)  # (alloc, Hq, D)
@@ -53,8 +53,7 @@ class SplitKV:
             for lo, hi in self.bounds(sk, max_seqlen_k):
                 j = torch.arange(lo, hi)
                 s = torch.einsum("qhd,khd->hqk", qb, kb[lo:hi])  # (Hq, sq, n)
-                if softcap > 0:
-                    s = softcap * torch.tanh(s / softcap)
+                s = self.cap(s, softcap)
                 if slopes is not None:
                     s = s - slopes.to(work)[:, None, None] * (d - j[None, :]).abs()
                 keep = j[None, :] < sk
@@ -80,6 +79,13 @@ class SplitKV:
             return k[lo:hi], v[lo:hi]
         pages = block_table[b].long()
         return k[pages].flatten(0, 1), v[pages].flatten(0, 1)
+
+    def used(self, b, seqused_k, allocated, max_seqlen_k):
+        """How many keys sequence b uses: seqused_k when given, else all it was allocated."""
+        return int(seqused_k[b]) if seqused_k is not None else allocated
+
+    def cap(self, s, softcap):
+        return softcap * torch.tanh(s / softcap) if softcap > 0 else s
 
     def bounds(self, sk, max_seqlen_k):
         """The key chunks [lo, hi) of a sequence with sk keys."""
