@@ -29,7 +29,7 @@ def check(subject):
         Hq, Hk = case.heads
         start = 0
         for b, (sq, sk) in enumerate(zip(case.lens_q, case.lens_k)):
-            if sq == 0 or sk == 0:  # rows with no key are empty_rows_are_zero's
+            if sq == 0 or sk == 0:  # rows with no key: rows_without_keys_are_zero
                 start += sq
                 continue
             kb, vb = varlen.sequence_keys(case, b)  # (sk, Hk, D|Dv)

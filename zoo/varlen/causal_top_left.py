@@ -27,8 +27,8 @@ BUG = Bug(
         "decode_matches_prefill",
         "softcap_limit_and_order",
         "window_is_a_key_slice",
-        "causal_alignment",
-        "empty_rows_are_zero",
+        "causal_diagonal_convention",
+        "rows_without_keys_are_zero",
     ),
 )
 

@@ -23,8 +23,8 @@ BUG = Bug(
         "page_placement_invariance",
         "softcap_limit_and_order",
         "window_is_a_key_slice",
-        "causal_alignment",
-        "empty_rows_are_zero",
+        "causal_diagonal_convention",
+        "rows_without_keys_are_zero",
     ),
 )
 

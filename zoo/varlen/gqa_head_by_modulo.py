@@ -19,7 +19,7 @@ BUG = Bug(
             "Triton attention kernel)",
     caught_by=(
         "matches_reference",
-        "gqa_head_mapping",
+        "gqa_with_every_feature",
         "softcap_limit_and_order",
     ),
 )

@@ -28,7 +28,7 @@ BUG = Bug(
         "softcap_limit_and_order",
         "window_is_a_key_slice",
         "padding_is_never_read",
-        "causal_alignment",
+        "causal_diagonal_convention",
     ),
 )
 

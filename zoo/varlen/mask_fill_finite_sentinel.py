@@ -19,8 +19,8 @@ BUG = Bug(
     caught_by=(
         "matches_reference",
         "window_is_a_key_slice",
-        "causal_alignment",
-        "empty_rows_are_zero",
+        "causal_diagonal_convention",
+        "rows_without_keys_are_zero",
     ),
 )
 

@@ -25,7 +25,7 @@ BUG = Bug(
         "softcap_limit_and_order",
         "window_is_a_key_slice",
         "padding_is_never_read",
-        "empty_rows_are_zero",
+        "rows_without_keys_are_zero",
     ),
 )
 

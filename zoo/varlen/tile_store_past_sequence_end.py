@@ -26,7 +26,7 @@ BUG = Bug(
         "per_sequence_equivalence",
         "softcap_limit_and_order",
         "window_is_a_key_slice",
-        "causal_alignment",
+        "causal_diagonal_convention",
     ),
 )
 

@@ -23,7 +23,7 @@ BUG = Bug(
     caught_by=(
         "matches_reference",
         "window_is_a_key_slice",
-        "empty_rows_are_zero",
+        "rows_without_keys_are_zero",
     ),
 )
 
