@@ -85,5 +85,11 @@ def baseline_suites():
     return _load("baselines")
 
 
+def varlen_detectors():
+    """The varlen contract's detectors (``detectors/varlen/``), each ``check(subject)`` with a
+    :class:`detectors.kit.varlen.Subject`; the SDPA suite above never runs them."""
+    return _load("varlen")
+
+
 def by_name():
     return {d.NAME: d for d in all_detectors() + baseline_suites()}

@@ -8,8 +8,9 @@ lessons' numbers and calls, gradient tolerances and the verdicts' exceptions. A 
 everything else through the ``subject`` it is handed — its calls, ``subject.trial`` and
 ``subject.case``, ``subject.expected`` and ``subject.allowance`` — while the plumbing behind
 it (the subject, its trials, outcomes and judge, precision measurement, requests, layouts,
-reproductions, the deeper tiers) may change without touching a detector.
+reproductions, the deeper tiers) may change without touching a detector. The varlen contract's
+detectors (``detectors/varlen/``) have their own harness, ``varlen``: its cases, subject and judge.
 """
 
 FACE = ("expect", "needs", "battery", "specs", "allowed", "positions", "draw", "lessons",
-        "lesson_calls", "tolerance", "verdict")
+        "lesson_calls", "tolerance", "verdict", "varlen")

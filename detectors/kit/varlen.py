@@ -1,0 +1,611 @@
+"""The varlen contract's harness: its cases, its calls, its expected answers and its verdicts.
+
+A varlen target is a callable with flash-attention's ``attn_varlen(q, k, v, cu_seqlens_q,
+cu_seqlens_k=None, *, max_seqlen_q, max_seqlen_k, seqused_k=None, block_table=None,
+softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
+return_lse=False)`` on torch tensors (clauses V1–V11 of :mod:`reference`). A detector of
+``detectors/varlen/`` receives a :class:`Subject` (the target, its declared convention and one
+dtype) and raises :class:`VarlenMismatch` when its property fails.
+
+Cases are seeded and small enough for a CPU: several unequal sequences, empty and one-token
+sequences, paged caches with shuffled blocks whose size divides no length, GQA and MQA, windows
+on either side, exactly one key wide, and wider than the sequence, caps small enough to bend the
+scores and logits large enough to overflow a naive tanh, ALiBi slopes per head and per batch
+row, decode and chunked prefill under causal, D ≠ Dv, guard rows, and one sequence longer than a
+64-wide tile. Padding (keys allocated but unused, spare pages, guard rows of q) holds large
+finite garbage by default; :func:`poisoned` fills it with NaN so that a read shows.
+
+Tolerances are measured against the float64 reference for float32 and float64 inputs, and
+against the same-precision reference (float32 inside, one rounding) for float16 and bfloat16.
+"""
+
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import torch
+
+from reference.varlen import attend, attn_varlen, key_counts, keys_of, spans
+
+ALIGNMENTS = ("bottom-right", "top-left")  # V3: bottom-right is the contract's default
+DTYPES = {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16,
+          "bfloat16": torch.bfloat16}
+# absolute tolerance per unit of the largest |value| (and of |LSE|), per dtype
+TOLERANCE = {torch.float64: 1e-10, torch.float32: 2e-5, torch.float16: 4e-3,
+             torch.bfloat16: 3e-2}
+GARBAGE = 7.0  # the scale of the finite garbage left in padding
+
+
+class VarlenMismatch(AssertionError):
+    """A varlen property failed: the message names the case, the relation and the evidence."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One call of the contract: the tensors, the keywords, and what the case is made of."""
+
+    name: str
+    q: torch.Tensor  # (total_q, Hq, D)
+    k: torch.Tensor  # (total_k, Hk, D) or (num_blocks, block_size, Hk, D)
+    v: torch.Tensor  # as k, with Dv
+    args: dict  # every keyword but q, k, v, return_lse
+    lens_q: tuple  # queries per sequence
+    lens_k: tuple  # keys used per sequence
+    values: frozenset = field(default_factory=frozenset)  # ("axis", "value") of the VARLEN space
+
+    @property
+    def B(self):
+        return len(self.lens_q)
+
+    @property
+    def paged(self):
+        return self.args.get("block_table") is not None
+
+    @property
+    def heads(self):
+        return self.q.shape[1], self.k.shape[-2]
+
+    def with_(self, name=None, **changes):
+        """The same case with some tensors or keywords replaced."""
+        tensors = {n: changes.pop(n) for n in ("q", "k", "v") if n in changes}
+        return replace(self, name=name or self.name, args={**self.args, **changes}, **tensors)
+
+    def to(self, dtype):
+        """The case at another dtype; ALiBi slopes stay float32 (float64 for float64), V6."""
+        cast = {n: getattr(self, n).to(dtype) for n in ("q", "k", "v")}
+        args = dict(self.args)
+        if args.get("alibi_slopes") is not None:
+            wide = torch.float64 if dtype == torch.float64 else torch.float32
+            args["alibi_slopes"] = args["alibi_slopes"].to(wide)
+        dtype_name = str(dtype).removeprefix("torch.")
+        return replace(self, **cast, args=args, values=self.values | {("dtype", dtype_name)})
+
+
+def i32(values):
+    return torch.tensor(list(values), dtype=torch.int32)
+
+
+def cumulative(lengths):
+    return i32([0, *np.cumsum(lengths, dtype=np.int64).tolist()])
+
+
+def build(seed, name, lens_q, lens_k, *, Hq=2, Hk=2, D=8, Dv=None, block_size=None,
+          shuffle=True, spare=2, extra=0, guard=0, causal=False, window=(-1, -1), softcap=0.0,
+          alibi=None, scale=None, q_gain=1.0, shared=False):
+    """A float64 case; ``extra`` allocates keys past those used (seqused_k), ``guard`` adds rows
+    of q past the last sequence, ``block_size`` pages the cache (blocks in a shuffled physical
+    order unless ``shuffle=False``, ``spare`` blocks nobody uses). Padding holds garbage."""
+    rng = np.random.default_rng(seed)
+    Dv = Dv or D
+    lens_q, lens_k = tuple(lens_q), tuple(lens_k)
+    B = len(lens_q)
+    normal = lambda *shape: torch.from_numpy(rng.standard_normal(shape))  # noqa: E731
+    total_q = sum(lens_q) + guard
+    q = normal(total_q, Hq, D) * q_gain  # (total_q, Hq, D)
+    q[sum(lens_q):] = normal(guard, Hq, D) * GARBAGE
+    args = dict(cu_seqlens_q=cumulative(lens_q), max_seqlen_q=max(lens_q, default=0),
+                max_seqlen_k=max(lens_k, default=0) + extra, causal=causal,
+                window_size=tuple(window), softcap=softcap)
+    if block_size is None:
+        allocated = [n + extra for n in lens_k]
+        k = normal(sum(allocated) + 2, Hk, D) * GARBAGE  # (total_k, Hk, D), a garbage tail
+        v = normal(sum(allocated) + 2, Hk, Dv) * GARBAGE
+        starts = np.cumsum([0, *allocated])
+        for b, n in enumerate(lens_k):
+            k[starts[b]:starts[b] + n] = normal(n, Hk, D)
+            v[starts[b]:starts[b] + n] = normal(n, Hk, Dv)
+        args["cu_seqlens_k"] = cumulative(allocated)
+        if extra:
+            args["seqused_k"] = i32(lens_k)
+    else:
+        per_seq = [-(-(n + extra) // block_size) for n in lens_k]  # blocks each sequence owns
+        width = max(max(per_seq, default=1), 1)
+        num_blocks = sum(per_seq) + spare
+        k = normal(num_blocks, block_size, Hk, D) * GARBAGE
+        v = normal(num_blocks, block_size, Hk, Dv) * GARBAGE
+        physical = (rng.permutation(num_blocks) if shuffle else np.arange(num_blocks)).tolist()
+        table = torch.full((B, width), int(physical[-1]), dtype=torch.int32)  # unused: a spare
+        for b, n in enumerate(per_seq):
+            table[b, :n] = i32(physical[:n])
+            physical = physical[n:]
+        if shared and B >= 2 and per_seq[0] and per_seq[1]:
+            table[1, 0] = table[0, 0]  # a shared prefix block
+        written = set()
+        for b, n in enumerate(lens_k):
+            for p in range(n):
+                block, slot = int(table[b, p // block_size]), p % block_size
+                if (block, slot) not in written:  # a shared slot keeps its first keys
+                    written.add((block, slot))
+                    k[block, slot] = normal(Hk, D)
+                    v[block, slot] = normal(Hk, Dv)
+        args.update(block_table=table, seqused_k=i32(lens_k))
+    if scale is not None:
+        args["softmax_scale"] = scale
+    if alibi == "head":
+        args["alibi_slopes"] = torch.from_numpy(rng.uniform(0.05, 0.8, Hq))  # (Hq,)
+    elif alibi == "batch":
+        args["alibi_slopes"] = torch.from_numpy(rng.uniform(0.05, 0.8, (B, Hq)))  # (B, Hq)
+    values = space_values(lens_q, lens_k, Hq, Hk, D, Dv, block_size, shuffle, shared, extra,
+                          guard, causal, window, softcap, alibi, q_gain)
+    return Case(name, q, k, v, args, lens_q, lens_k, frozenset(values))
+
+
+def space_values(lens_q, lens_k, Hq, Hk, D, Dv, block_size, shuffle, shared, extra, guard,
+                 causal, window, softcap, alibi, q_gain):
+    """The values of :data:`reference.space.VARLEN` a case reaches, as (axis, value) pairs."""
+    out = {("sequences", "1" if len(lens_q) == 1 else "several")}
+    pairs = list(zip(lens_q, lens_k))
+    if any(a == 0 for a in lens_q):
+        out.add(("sequences", "empty"))
+    if (1, 1) in pairs:
+        out.add(("sequences", "one token"))
+    for sq, sk in pairs:
+        if sq:
+            out.add(("lengths", "sk=0" if sk == 0 else "sq<sk" if sq < sk else
+                     "sq=sk" if sq == sk else "sq>sk"))
+    if block_size is None:
+        out.add(("paging", "packed"))
+    else:
+        out.add(("paging", "permuted" if shuffle else "in order"))
+        if shared:
+            out.add(("paging", "shared"))
+        if block_size == 1:
+            out.add(("paging", "page of 1"))
+        if any(n % block_size for n in lens_k):
+            out.add(("paging", "partial last page"))
+    out.add(("seqused_k", "below allocated" if extra else "none"))
+    if any(n == 0 for n in lens_k) and (extra or block_size):
+        out.add(("seqused_k", "0"))
+    wl, wr = window
+    longest = max(max(lens_k, default=0), max(lens_q, default=0))
+    out.add(("window", "none" if wl < 0 and wr < 0 else "left" if wr < 0 else
+             "right" if wl < 0 else "both"))
+    if (wl, wr) == (0, 0):
+        out.add(("window", "0"))
+    if max(wl, wr) >= longest and min(wl, wr) >= 0:
+        out.add(("window", "wider than sequence"))
+    out.add(("softcap", "0" if not softcap else "far above" if softcap > 1e3 else "small"))
+    out.add(("alibi", {None: "none", "head": "per head", "batch": "per batch and head"}[alibi]))
+    out.add(("gqa", "off" if Hq == Hk else "mqa" if Hk == 1 else "g=2" if Hq == 2 * Hk
+             else "g>2"))
+    out.add(("head sizes", "Dv=D" if Dv == D else "Dv!=D"))
+    if D > 128:
+        out.add(("head sizes", ">128"))
+    out.add(("causal", "on" if causal else "off"))
+    out.add(("guard rows", "past the end" if guard else "none"))
+    return out
+
+
+def battery(seed=0):
+    """The float64 cases every detector draws from, seeded; cast with ``Case.to``."""
+    s = seed * 1000
+    return [
+        build(s + 1, "one sequence", (13,), (13,)),
+        build(s + 2, "unequal sequences, one empty, one of one token", (5, 1, 9, 0, 3),
+              (7, 1, 12, 0, 3), guard=2),
+        build(s + 3, "a sequence with no key", (4, 3), (0, 5), extra=2),
+        build(s + 4, "decode against a shuffled paged cache", (1, 1, 1), (9, 17, 4),
+              block_size=4, causal=True, Hq=4, Hk=2),
+        build(s + 5, "chunked prefill, GQA", (4, 3), (11, 7), causal=True, Hq=4, Hk=2),
+        build(s + 6, "more queries than keys, causal", (6, 2), (3, 2), causal=True),
+        build(s + 7, "paged, block size 3 dividing no length", (10, 5, 1), (10, 5, 1),
+              block_size=3, causal=True, shared=True),
+        build(s + 8, "paged, pages of one key", (3, 2), (6, 4), block_size=1),
+        build(s + 9, "paged in order, keys below allocated", (2, 5), (7, 5), block_size=4,
+              shuffle=False, extra=3),
+        build(s + 10, "packed, keys below allocated", (4, 6), (5, 8), extra=3),
+        build(s + 11, "left window", (12, 7), (12, 9), window=(2, -1)),
+        build(s + 12, "right window", (12, 7), (12, 9), window=(-1, 1)),
+        build(s + 13, "window on both sides", (12, 7), (14, 7), window=(3, 2)),
+        build(s + 14, "window one key wide", (9, 5), (9, 8), window=(0, 0)),
+        build(s + 15, "window wider than the sequences", (9, 5), (9, 8), window=(50, 50)),
+        build(s + 16, "causal left window, sq < sk", (5, 8), (12, 8), window=(4, 0), causal=True),
+        build(s + 17, "right window zero, not causal", (8, 6), (8, 9), window=(2, 0)),
+        build(s + 18, "small softcap", (7, 5), (7, 9), softcap=2.0, q_gain=4.0),
+        build(s + 19, "softcap with causal and window", (8, 3), (10, 6), softcap=1.5,
+              q_gain=4.0, causal=True, window=(3, -1)),
+        build(s + 20, "softcap on logits past exp's range", (5, 4), (6, 4), softcap=1.0,
+              q_gain=1000.0),
+        build(s + 21, "softcap far above every score", (6, 4), (6, 7), softcap=1e5),
+        build(s + 22, "ALiBi per head, causal", (9, 4), (9, 10), alibi="head", causal=True),
+        build(s + 23, "ALiBi per batch row, window", (7, 6), (9, 6), alibi="batch",
+              window=(3, 1)),
+        build(s + 24, "ALiBi at decode", (1, 1), (12, 5), alibi="batch", causal=True,
+              block_size=4),
+        build(s + 25, "MQA with every feature", (6, 1, 4), (9, 13, 4), Hq=3, Hk=1,
+              block_size=5, causal=True, window=(5, -1), softcap=3.0, q_gain=3.0,
+              alibi="head"),
+        build(s + 26, "GQA with every feature, not causal", (5, 3), (7, 6), Hq=4, Hk=2,
+              window=(2, 3), softcap=2.5, q_gain=3.0, alibi="batch", extra=2),
+        build(s + 27, "value head of another width, custom scale", (6, 3), (8, 3), D=8, Dv=5,
+              scale=0.3),
+        build(s + 28, "a head wider than 128", (3, 2), (4, 3), D=136, Dv=136),
+        build(s + 29, "one sequence longer than a 64-wide tile, causal", (70,), (70,),
+              causal=True, Hq=1, Hk=1, D=4),
+    ]
+
+
+def poisoned(case, fill=math.nan):
+    """The case with every element no sequence owns filled with ``fill``: guard rows of q, keys
+    and values allocated but unused, pages nobody uses and slots past the used length."""
+    q, k, v = case.q.clone(), case.k.clone(), case.v.clone()
+    q[sum(case.lens_q):] = fill
+    used = torch.zeros(k.shape[:-2], dtype=torch.bool)  # (total_k,) or (blocks, block_size)
+    if case.paged:
+        table, size = case.args["block_table"], k.shape[1]
+        for b, n in enumerate(case.lens_k):
+            for p in range(n):
+                used[int(table[b, p // size]), p % size] = True
+    else:
+        cu = case.args["cu_seqlens_k"]
+        for b, n in enumerate(case.lens_k):
+            used[int(cu[b]):int(cu[b]) + n] = True
+    k[~used], v[~used] = fill, fill
+    return case.with_(case.name + " (padding poisoned with NaN)", q=q, k=k, v=v)
+
+
+def alone(case, b):
+    """Sequence b of the case as a batch of one, as a caller would send it on its own."""
+    rows = slice(int(case.args["cu_seqlens_q"][b]), int(case.args["cu_seqlens_q"][b + 1]))
+    args = dict(case.args, cu_seqlens_q=i32([0, rows.stop - rows.start]))
+    if case.paged:
+        args.update(block_table=case.args["block_table"][b:b + 1],
+                    seqused_k=case.args["seqused_k"][b:b + 1])
+        k, v = case.k, case.v
+    else:
+        cu = case.args["cu_seqlens_k"]
+        keys = slice(int(cu[b]), int(cu[b + 1]))
+        k, v = case.k[keys], case.v[keys]
+        args["cu_seqlens_k"] = i32([0, keys.stop - keys.start])
+        if case.args.get("seqused_k") is not None:
+            args["seqused_k"] = case.args["seqused_k"][b:b + 1]
+    slopes = case.args.get("alibi_slopes")
+    if slopes is not None and slopes.dim() == 2:
+        args["alibi_slopes"] = slopes[b:b + 1]
+    return replace(case, name=f"{case.name}, sequence {b} alone", q=case.q[rows], k=k, v=v,
+                   args=args, lens_q=(case.lens_q[b],), lens_k=(case.lens_k[b],))
+
+
+def permute_pages(case, seed):
+    """The paged case with its physical blocks moved to new places and the table following."""
+    n = case.k.shape[0]
+    perm = torch.from_numpy(np.random.default_rng(seed).permutation(n))  # old block -> new
+    k, v = torch.empty_like(case.k), torch.empty_like(case.v)
+    k[perm], v[perm] = case.k, case.v
+    table = perm[case.args["block_table"].long()].to(torch.int32)
+    return case.with_(case.name + " (pages moved)", k=k, v=v, block_table=table)
+
+
+def unpaged(case):
+    """The paged case with its keys packed end to end instead (the same keys, no table)."""
+    ks, vs = [], []
+    for b, n in enumerate(case.lens_k):
+        kb, vb = keys_of(case.k, case.v, b, n, None, case.args["block_table"])
+        ks.append(kb)
+        vs.append(vb)
+    args = {a: x for a, x in case.args.items() if a not in ("block_table", "seqused_k")}
+    args["cu_seqlens_k"] = cumulative(case.lens_k)
+    return replace(case, name=case.name + " (keys packed, no pages)", k=torch.cat(ks),
+                   v=torch.cat(vs), args=args)
+
+
+# -- expected answers ---------------------------------------------------------------------------
+
+
+def reference(case, alignment="bottom-right"):
+    """(out, lse) of the reference: float64 for float32/float64 inputs, the same-precision
+    reference (float32 inside, rounded once) for float16/bfloat16."""
+    q, k, v = case.q, case.k, case.v
+    if q.dtype in (torch.float32, torch.float64):
+        q, k, v = q.double(), k.double(), v.double()
+    slopes = case.args.get("alibi_slopes")
+    args = dict(case.args, alibi_slopes=None if slopes is None else slopes.double())
+    if alignment == "top-left":
+        return top_left(q, k, v, **args)
+    return attn_varlen(q, k, v, **args, return_lse=True)
+
+
+def top_left(q, k, v, cu_seqlens_q, cu_seqlens_k=None, *, max_seqlen_q, max_seqlen_k,
+             seqused_k=None, block_table=None, softmax_scale=None, causal=False,
+             window_size=(-1, -1), softcap=0.0, alibi_slopes=None):
+    """The reference with its diagonal at d = i (top-left, a declared convention of V3): the
+    causal mask, the window and the ALiBi distance all count from the first key."""
+    del max_seqlen_q, max_seqlen_k
+    total_q, Hq, D = q.shape
+    Hk, Dv = v.shape[-2:]
+    starts = spans(cu_seqlens_q, total_q, "cu_seqlens_q")
+    sk_of = key_counts(k, cu_seqlens_k, seqused_k, block_table, len(starts) - 1)
+    work = torch.float64 if q.dtype == torch.float64 else torch.float32
+    scale = 1 / math.sqrt(D) if softmax_scale is None else softmax_scale
+    out = torch.zeros(total_q, Hq, Dv, dtype=work)
+    lse = torch.full((Hq, total_q), -math.inf, dtype=work)
+    for b, sk in enumerate(sk_of):
+        sq = starts[b + 1] - starts[b]
+        if sq == 0 or sk == 0:
+            continue
+        rows = slice(starts[b], starts[b + 1])
+        kb, vb = keys_of(k, v, b, sk, cu_seqlens_k, block_table)
+        kb = kb.to(work).repeat_interleave(Hq // Hk, dim=1).transpose(0, 1)  # (Hq, sk, D)
+        vb = vb.to(work).repeat_interleave(Hq // Hk, dim=1).transpose(0, 1)  # (Hq, sk, Dv)
+        s = (q[rows].to(work).transpose(0, 1) * scale) @ kb.transpose(-2, -1)  # (Hq, sq, sk)
+        if softcap > 0:
+            s = softcap * torch.tanh(s / softcap)
+        i, j = torch.arange(sq)[:, None], torch.arange(sk)[None, :]
+        if alibi_slopes is not None:
+            slopes = alibi_slopes[b] if alibi_slopes.dim() == 2 else alibi_slopes
+            s = s - slopes.to(work)[:, None, None] * (i - j).abs().to(work)
+        keep = torch.ones(sq, sk, dtype=torch.bool)
+        wl, wr = window_size
+        if causal:
+            keep &= j <= i
+        if wl >= 0:
+            keep &= j >= i - wl
+        if wr >= 0:
+            keep &= j <= i + wr
+        o, l = attend(s.masked_fill(~keep, -math.inf), vb)
+        out[rows], lse[:, rows] = o.transpose(0, 1), l
+    return out.to(q.dtype), lse
+
+
+# -- the target and its calls -------------------------------------------------------------------
+
+
+@dataclass
+class Target:
+    """A varlen callable and the conventions it declares."""
+
+    fn: object
+    name: str = "target"
+    causal_alignment: str = "bottom-right"
+
+    def __post_init__(self):
+        if self.causal_alignment not in ALIGNMENTS:
+            raise ValueError(f"causal alignment must be one of {ALIGNMENTS}, "
+                             f"not {self.causal_alignment!r}")
+
+
+def snapshot(case):
+    return [t.clone() for t in (case.q, case.k, case.v) + tuple(
+        x for x in case.args.values() if isinstance(x, torch.Tensor))]
+
+
+def same_bits(a, b):
+    return a.shape == b.shape and bool(((a == b) | (a.isnan() & b.isnan())).all())
+
+
+class Subject:
+    """What a varlen detector works with: the target at one dtype, its cases and its judge."""
+
+    def __init__(self, target, dtype=torch.float64, seed=0):
+        self.target, self.dtype, self.seed = target, dtype, seed
+        self._cases = None
+        self.calls = []  # every case sent, for coverage
+
+    @property
+    def alignment(self):
+        return self.target.causal_alignment
+
+    def cases(self):
+        if self._cases is None:
+            self._cases = [c.to(self.dtype) for c in battery(self.seed)]
+        return self._cases
+
+    def case(self, name_part):
+        return next(c for c in self.cases() if name_part in c.name)
+
+    def run(self, case, lse=False, inputs_untouched=False):
+        """(out, lse or None) from the target; a raise or a wrong shape is a mismatch."""
+        self.calls.append(case)
+        before = snapshot(case) if inputs_untouched else None
+        try:
+            got = self.target.fn(case.q, case.k, case.v, **case.args, return_lse=lse)
+        except Exception as error:  # noqa: BLE001 - any raise on a valid call is a finding
+            raise VarlenMismatch(f"{case.name}: raised {type(error).__name__}: {error}") from error
+        out, l = got if lse else (got, None)
+        total_q, Hq = case.q.shape[:2]
+        want = (total_q, Hq, case.v.shape[-1])
+        if not isinstance(out, torch.Tensor) or tuple(out.shape) != want:
+            raise VarlenMismatch(f"{case.name}: out should be a tensor {want}, got "
+                                 f"{getattr(out, 'shape', type(out).__name__)}")
+        if out.dtype != case.q.dtype:
+            raise VarlenMismatch(f"{case.name}: out is {out.dtype}, the input is {case.q.dtype} "
+                                 "(V11)")
+        if lse and (not isinstance(l, torch.Tensor) or tuple(l.shape) != (Hq, total_q)):
+            raise VarlenMismatch(f"{case.name}: lse should be a tensor {(Hq, total_q)}, got "
+                                 f"{getattr(l, 'shape', type(l).__name__)}")
+        if before is not None:
+            after = snapshot(case)
+            if not all(same_bits(a, b) for a, b in zip(before, after)):
+                raise VarlenMismatch(f"{case.name}: the call changed its inputs (V9)")
+        return out, l
+
+    def expected(self, case):
+        return reference(case, self.alignment)
+
+    def tolerance(self, want):
+        finite = want[torch.isfinite(want)]
+        top = float(finite.abs().max()) if finite.numel() else 1.0
+        return TOLERANCE[self.dtype] * max(1.0, top)
+
+    def same(self, got, want, case, what="out", relation="should equal the reference",
+             rows=None):
+        """Equal within the dtype's tolerance, -inf where the other is -inf, no NaN; ``rows``
+        restricts the comparison to those token rows (the first axis of out, the last of lse)."""
+        got, want = got.detach().double().cpu(), want.detach().double().cpu()
+        if rows is not None:
+            got, want = (got[rows], want[rows]) if what == "out" else (got[:, rows],
+                                                                       want[:, rows])
+        if got.shape != want.shape:
+            raise VarlenMismatch(f"{case.name}: {what} has shape {tuple(got.shape)}, "
+                                 f"{relation} of shape {tuple(want.shape)}")
+        nan = got.isnan() & ~want.isnan()
+        if nan.any():
+            raise VarlenMismatch(f"{case.name}: {what} has NaN at {index(nan)} where a number is "
+                                 f"due ({relation})")
+        inf = torch.isneginf(got) != torch.isneginf(want)
+        if inf.any():
+            at = index(inf)
+            raise VarlenMismatch(f"{case.name}: {what}{list(at)} = {got[at].item():.6g}, "
+                                 f"{relation}: {want[at].item():.6g}")
+        both = torch.isfinite(want) & torch.isfinite(got)
+        gap = torch.where(both, (got - want).abs(), torch.zeros_like(got))
+        gap = torch.where(torch.isfinite(got) == torch.isfinite(want), gap,
+                          torch.full_like(got, math.inf))
+        tol = self.tolerance(want)
+        if (gap > tol).any():
+            at = index(gap > tol)
+            raise VarlenMismatch(f"{case.name}: {what}{list(at)} = {got[at].item():.6g}, "
+                                 f"{relation}: {want[at].item():.6g} (tolerance {tol:.2g})")
+
+
+def index(flags):
+    return tuple(int(i) for i in flags.nonzero()[0])
+
+
+def check(detector, target, dtypes=("float64", "float32"), seed=0):
+    """None when the detector's property holds at every dtype, else the first mismatch."""
+    for name in dtypes:
+        try:
+            detector.check(Subject(target, DTYPES[name], seed))
+        except VarlenMismatch as mismatch:
+            return f"{name}: {mismatch}"
+    return None
+
+
+# -- derived cases: the other side of each metamorphic relation ---------------------------------
+
+
+def owned(case):
+    """The token rows that belong to a sequence (guard rows past cu_seqlens_q[-1] do not)."""
+    return slice(0, sum(case.lens_q))
+
+
+def visible(sq, sk, causal, window_size, alignment="bottom-right"):
+    """(sq, sk) bool: which keys each query sees, by V3 and V4 under the declared alignment."""
+    d = torch.arange(sq)[:, None] + (sk - sq if alignment == "bottom-right" else 0)
+    j = torch.arange(sk)[None, :]
+    wl, wr = window_size
+    keep = torch.ones(sq, sk, dtype=torch.bool)
+    if causal:
+        keep &= j <= d
+    if wl >= 0:
+        keep &= j >= d - wl
+    if wr >= 0:
+        keep &= j <= d + wr
+    return keep
+
+
+def empty_rows(case, alignment="bottom-right"):
+    """(total_q,) bool: owned rows that see no key."""
+    empty = torch.zeros(case.q.shape[0], dtype=torch.bool)
+    start = 0
+    for sq, sk in zip(case.lens_q, case.lens_k):
+        keep = visible(sq, sk, case.args["causal"], case.args["window_size"], alignment)
+        empty[start:start + sq] = ~keep.any(dim=1) if sk else True
+        start += sq
+    return empty
+
+
+def sequence_keys(case, b):
+    """Sequence b's used keys and values, (sk, Hk, D) and (sk, Hk, Dv), packed or paged."""
+    return keys_of(case.k, case.v, b, case.lens_k[b], case.args.get("cu_seqlens_k"),
+                   case.args.get("block_table"))
+
+
+def key_slices(case, alignment="bottom-right"):
+    """Every owned query alone, a sequence of one, with exactly the keys it may see and no mask:
+    the case's window and causal mask written as a key slice (the window's contiguous range)."""
+    qs, ks, vs, lens = [], [], [], []
+    start = 0
+    for b, (sq, sk) in enumerate(zip(case.lens_q, case.lens_k)):
+        kb, vb = sequence_keys(case, b)
+        keep = visible(sq, sk, case.args["causal"], case.args["window_size"], alignment)
+        for i in range(sq):
+            seen = keep[i].nonzero().flatten()
+            lo, hi = (int(seen[0]), int(seen[-1]) + 1) if len(seen) else (0, 0)
+            qs.append(case.q[start + i:start + i + 1])
+            ks.append(kb[lo:hi])
+            vs.append(vb[lo:hi])
+            lens.append(hi - lo)
+        start += sq
+    n = len(qs)
+    args = {a: x for a, x in case.args.items() if a not in ("block_table", "seqused_k")}
+    args.update(cu_seqlens_q=i32(range(n + 1)), cu_seqlens_k=cumulative(lens), max_seqlen_q=1,
+                max_seqlen_k=max(lens, default=0), causal=False, window_size=(-1, -1))
+    return replace(case, name=case.name + " (each query alone with its visible keys)",
+                   q=torch.cat(qs), k=torch.cat(ks), v=torch.cat(vs), args=args,
+                   lens_q=(1,) * n, lens_k=tuple(lens))
+
+
+def last_rows(case, n):
+    """The last n queries of every sequence (fewer where it has fewer) against all its keys:
+    decode (n = 1) and chunked prefill after a prefill of the same sequences."""
+    cu = [int(x) for x in case.args["cu_seqlens_q"]]
+    take = [min(n, cu[b + 1] - cu[b]) for b in range(case.B)]
+    rows = torch.cat([torch.arange(cu[b + 1] - t, cu[b + 1]) for b, t in enumerate(take)])
+    chunk = replace(case, name=f"{case.name} (last {n} queries of each sequence)",
+                    q=case.q[rows], lens_q=tuple(take),
+                    args=dict(case.args, cu_seqlens_q=cumulative(take), max_seqlen_q=max(take)))
+    return chunk, rows
+
+
+def halves(case):
+    """Two cases with the first and the second half of every sequence's keys, packed."""
+    parts = []
+    for first in (True, False):
+        ks, vs, lens = [], [], []
+        for b, n in enumerate(case.lens_k):
+            kb, vb = sequence_keys(case, b)
+            cut = slice(0, n // 2) if first else slice(n // 2, n)
+            ks.append(kb[cut])
+            vs.append(vb[cut])
+            lens.append(len(kb[cut]))
+        args = {a: x for a, x in case.args.items() if a not in ("block_table", "seqused_k")}
+        args.update(cu_seqlens_k=cumulative(lens), max_seqlen_k=max(lens, default=0))
+        parts.append(replace(case, name=f"{case.name} ({'first' if first else 'second'} half "
+                             "of the keys)", k=torch.cat(ks), v=torch.cat(vs), args=args,
+                             lens_k=tuple(lens)))
+    return parts
+
+
+def repeated_heads(case):
+    """The GQA case with every key/value head repeated for the query heads that read it."""
+    Hq, Hk = case.heads
+    return case.with_(case.name + " (key/value heads repeated to one per query head)",
+                      k=case.k.repeat_interleave(Hq // Hk, dim=-2),
+                      v=case.v.repeat_interleave(Hq // Hk, dim=-2))
+
+
+def max_score(case):
+    """The largest |scale·q·k| over the case's used keys (what a cap must stay far above)."""
+    top, start = 0.0, 0
+    scale = case.args.get("softmax_scale") or case.q.shape[-1] ** -0.5
+    Hq, Hk = case.heads
+    for b, sq in enumerate(case.lens_q):
+        kb, _ = sequence_keys(case, b)
+        if sq and len(kb):
+            qb = case.q[start:start + sq].double()
+            kb = kb.double().repeat_interleave(Hq // Hk, dim=1)
+            top = max(top, float(torch.einsum("qhd,khd->hqk", qb, kb).abs().max()) * scale)
+        start += sq
+    return top

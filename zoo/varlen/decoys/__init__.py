@@ -1,0 +1,1 @@
+"""Correct varlen kernels in the styles real ones are written; the bugs derive from them."""
