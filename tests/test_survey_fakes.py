@@ -123,3 +123,23 @@ def test_the_first_call_of_each_shape_is_given_back_to_the_budget_up_to_a_cap():
     warm.cap = 1.0
     warm.run(call(2))
     assert warm.calls == 3 and worker.colds == ["sdpa"] * 3
+
+
+def test_a_crash_left_by_earlier_calls_is_charged_to_them_and_stays_a_crash():
+    one = survey("dies_after_masks")
+    crashed = [f for f in flagged(one) if f["verdict"] == "crashed"]
+    assert crashed and all("killed by SIGABRT" in f["message"] for f in crashed)
+    causes = [g for g in one["diagnosis"] if g["feature"]]
+    assert [g["features"] for g in causes] == [["after_earlier_calls"]], one["diagnosis"]
+    assert "answers when sent alone to a fresh process" in causes[0]["sentence"]
+    assert any("the same call answers" in f["message"] for f in crashed)
+
+
+def test_a_crash_that_happens_alone_too_keeps_its_own_cause():
+    one = survey("dies_on_one_query")
+    crashed = [f for f in flagged(one) if f["verdict"] == "crashed"]
+    assert crashed and all("killed by SIGABRT" in f["message"] for f in crashed)
+    causes = [g for g in one["diagnosis"] if g["feature"]]
+    assert [g["feature"] for g in causes] == ["single_query"], one["diagnosis"]
+    again = [f for f in crashed if "dies again when sent alone to a fresh process" in f["message"]]
+    assert again and not any("the same call answers" in f["message"] for f in crashed)

@@ -24,6 +24,7 @@ def per_case(detector, subject, record):
                                  if record.unfinished else "")
     alignment = subject.target.causal_alignment
     cause = getattr(detector, "CAUSE", None)
+    earlier = {str(k) for k, o in record.failed.items() if getattr(o.error, "earlier", 0)}
     for k, case in list(failed.items()) + list(passed.items()):
         call, request = sent.get(k, (None, None))
         dtype = request.dtype if request is not None else subject.base_dtype
@@ -35,6 +36,8 @@ def per_case(detector, subject, record):
                 case["features"] = sorted({*spec, f"dtype:{dtype}"}, key=features.rank)
             elif case["verdict"] not in (CRASHED, HUNG):  # a crash is no finding about dtypes
                 case["features"] = [f"dtype:{dtype}"]
+        if k in earlier:  # it answers alone: the crash belongs to the calls before it
+            case["features"] = [features.EARLIER_CALLS]
         # (the causal mask's bool is not an input dtype: its case is read as any other)
         case["size"] = features.size(call) if call is not None else None
     return {"failed": failed, "passed": passed, "complete": not stopped,

@@ -128,9 +128,12 @@ def acted_on(executor, request):
 
 
 def still_kept(executor, handle):
-    if handle in getattr(executor, "lost", ()):
-        raise ImplementationFailure(CRASHED, "the worker holding the answer was restarted",
-                                    "re-reading a kept answer")
+    lost = getattr(executor, "lost", {})
+    if handle in lost:  # charged, as the death that took it was, to earlier calls or not
+        failure = ImplementationFailure(CRASHED, "the worker holding the answer was restarted",
+                                        "re-reading a kept answer")
+        failure.earlier = lost[handle]
+        raise failure
     if handle not in executor.issued:  # a detector kept more than the target side holds
         raise LookupError(f"answer {handle} is no longer kept: at most {probes.KEPT} are")
 

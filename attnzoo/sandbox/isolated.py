@@ -52,7 +52,8 @@ class Isolated:
         self.proc = self.sock = self.output = None
         self.warm, self.hung_cold = set(), set()
         self.manifest = None
-        self.handles, self.issued, self.lost = 0, [], set()  # answers the worker keeps
+        self.handles, self.issued = 0, []  # answers the worker keeps
+        self.lost = {}  # handle -> the earlier calls its worker's death was charged to (or 0)
         self.pinned = []  # handles of the first answers this worker returned, kept to its end
         self.first = {}  # handle -> (request, values): a pinned answer as returned
         self.final = {}  # handle -> (values, dtypes): the same, read when its worker ended
@@ -72,8 +73,8 @@ class Isolated:
             child.close()
         self.sock = parent
         self.warm = set()
-        self.lost.update(self.issued + self.pinned)  # what the old worker kept died with it
-        self.issued, self.pinned = [], []
+        self.answered = 0  # calls this worker has answered: a death after some may be theirs
+        self._lose()
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -182,15 +183,19 @@ class Isolated:
             handle = header["keep"] = self.handles
             header["pin"] = True
             self.pinned.append(handle)
+        earlier = self.answered
         try:
             reply, out = self._exchange(dict(header, verb="call"), buffers, limit,
                                         request.describe())
         except ImplementationFailure as e:
             if cold and e.verdict == HUNG:  # it hung through its warm-up: no second allowance
                 self.hung_cold.add(request.fn)
+            if e.died and earlier:
+                self._alone(e, header, buffers, request, earlier)
             raise
         finally:
             self._note_output()
+        self.answered += 1
         self.warm.add(request.fn)
         if self.on_call is not None:
             self.on_call()
@@ -204,6 +209,44 @@ class Isolated:
             self.first[handle] = (request, result.values)
             return result
         return kept_as(result, handle)
+
+    def _lose(self, earlier=0):
+        """What the old worker kept died with it."""
+        for handle in self.issued + self.pinned:
+            self.lost.setdefault(handle, earlier)
+        self.issued, self.pinned = [], []
+
+    def _alone(self, died, header, buffers, request, earlier):
+        """The worker died on a call after answering ``earlier`` others: send the same call
+        alone to a fresh worker, and say what that shows. An answer there charges the death to
+        what the earlier calls left behind (``died.earlier``); the finding stays a crash either
+        way, so a crash that comes and goes is never hidden. A call that acts on a kept answer
+        cannot be sent alone, and is left as it was."""
+        if header.get("refill") is not None or header.get("overwrite") is not None:
+            return
+        limit = max(limit_for(request, self.call_seconds), self.warmup_seconds)
+        lone = dict(header, verb="call", keep=None, pin=False)
+        gone = self.issued + self.pinned
+        try:
+            self._spawn()
+            self.use(self.target)
+            reply, _ = self._exchange(lone, buffers, limit, request.describe())
+        except ImplementationFailure as again:
+            if again.died:
+                died.reword(died.what + "; it dies again when sent alone to a fresh process")
+            return  # a hang or a raise alone: the death is still this call's to explain
+        except (BadTarget, DeadlineReached):  # no fresh worker, or no time: nothing is shown
+            self.close()
+            return
+        self.answered += 1
+        self.warm.add(request.fn)
+        if "fail" in reply:
+            return
+        died.earlier = earlier
+        self.lost.update(dict.fromkeys(gone, earlier))
+        died.reword(f"{died.what} after answering {earlier} earlier calls; sent alone to a "
+                    "fresh process, the same call answers, so the crash comes from what the "
+                    "earlier calls left behind")
 
     def _pinned_first(self, request):
         """Is this one of the first :data:`FIRST` plain answers of this worker?"""
@@ -225,7 +268,7 @@ class Isolated:
     def reread(self, handle):
         """The answer of a call made with ``keep`` as the worker's arrays hold it now."""
         if self.proc is None:  # it died since: what it kept is gone with it
-            self.lost.update(self.issued + self.pinned)
+            self._lose()
         still_kept(self, handle)
         reply, out = self._exchange({"verb": "reread", "handle": handle}, (),
                                     self.call_seconds, "re-reading a kept answer")
@@ -273,7 +316,7 @@ class Isolated:
             how = f"the process was killed by {signal.Signals(-code).name}"
         else:
             how = f"the process exited with code {code}"
-        raise ImplementationFailure(CRASHED, how, call) from None
+        raise ImplementationFailure(CRASHED, how, call, died=True) from None
 
     def _note_output(self):
         """Say (once) that the implementation printed, and (once) when its output was capped."""

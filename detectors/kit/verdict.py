@@ -143,13 +143,22 @@ class Flag(Exception):
 
 
 class ImplementationFailure(Exception):
-    """The implementation raised, hung, died or returned a non-answer during a call."""
+    """The implementation raised, hung, died or returned a non-answer during a call.
 
-    def __init__(self, verdict, what, call):
+    ``died``: its process ended during the call. ``earlier``: how many calls that process had
+    answered before, when the same call answered alone in a fresh process (the death is then
+    charged to what those calls left behind; 0 when it is not)."""
+
+    def __init__(self, verdict, what, call, died=False):
         super().__init__(what)
         self.verdict = verdict
         self.what = what
         self.call = call
+        self.died, self.earlier = died, 0
+
+    def reword(self, what):
+        self.what = what
+        self.args = (what,)
 
 
 class NotApplicable(Exception):
