@@ -55,6 +55,7 @@ class Isolated:
         self.handles, self.issued = 0, []  # answers the worker keeps
         self.lost = {}  # handle -> the earlier calls its worker's death was charged to (or 0)
         self.pinned = []  # handles of the first answers this worker returned, kept to its end
+        self.dies_alone = set()  # kinds of call (:func:`_kind`) that died alone in a fresh worker
         self.first = {}  # handle -> (request, values): a pinned answer as returned
         self.final = {}  # handle -> (values, dtypes): the same, read when its worker ended
         self._spawn()
@@ -224,6 +225,9 @@ class Isolated:
         cannot be sent alone, and is left as it was."""
         if header.get("refill") is not None or header.get("overwrite") is not None:
             return
+        kind = _kind(header)
+        if kind in self.dies_alone:  # one of its kind died or hung alone: not tried again
+            return
         limit = max(limit_for(request, self.call_seconds), self.warmup_seconds)
         lone = dict(header, verb="call", keep=None, pin=False)
         gone = self.issued + self.pinned
@@ -232,6 +236,8 @@ class Isolated:
             self.use(self.target)
             reply, _ = self._exchange(lone, buffers, limit, request.describe())
         except ImplementationFailure as again:
+            if again.died or again.verdict == HUNG:  # as costly to try as it is telling
+                self.dies_alone.add(kind)
             if again.died:
                 died.reword(died.what + "; it dies again when sent alone to a fresh process")
             return  # a hang or a raise alone: the death is still this call's to explain
@@ -343,6 +349,18 @@ class Isolated:
 
 _PRINTED = "the implementation printed output"
 FIRST = 6  # answers each worker keeps from its first calls, read again when it ends
+
+
+def _kind(header):
+    """What a call passes, without its sizes or values: the function, how many positional
+    arguments, which keywords are set, whether a gradient is asked. One call of a kind that died
+    or hung alone in a fresh worker speaks for the others: each try costs a new worker and, for
+    a library that compiles, a compile."""
+    def given(v):
+        return "array" in v or v.get("value") not in (None, False, 0, 0.0)
+    return (header["fn"], len(header["args"]),
+            tuple(sorted(k for k, v in header["kwargs"].items() if given(v))),
+            header.get("grad") is not None or bool(header.get("gradcheck")))
 
 
 def _same(before, after):
