@@ -5,11 +5,17 @@ implementation in a worker of its own (forked, confined to the grade's isolation
 into a relay: :mod:`attnzoo.sandbox.relay`) and hands the run only a connection to it, which the
 fixtures wrap in a proxy (:mod:`attnzoo.grade.proxy`). The run's spec (the contract, the
 backend, the record path, the functions the implementation has, and that connection) is the
-first message on a socket the run inherits; its arguments and environment are the same for
-every row. The run is scoped where the kernel has Landlock ABI 6 (:func:`confine.scope`): it
-can signal, ptrace or reach by abstract socket nothing outside its own processes, so a test that
-kills the worker server, the implementation's worker or another row's run gets EPERM, and only
-its own verdict changes; where the kernel lacks it, :func:`unscoped` says why.
+first message on a socket the run inherits, with the record file it appends its outcomes to
+(a descriptor: a confined run opens no file outside its scratch); its arguments and
+environment are the same for every row. The run, the one that collects included, is confined
+to the grade's isolation as a worker is (:mod:`attnzoo.sandbox.confine`: under strict it
+writes only to a scratch of its own, its TMPDIR and HOME, has no network and no terminal), and
+is scoped where the kernel has Landlock ABI 6: it can signal, ptrace or reach by abstract
+socket nothing outside its own processes, so a test that kills the worker server, the
+implementation's worker or another row's run gets EPERM, and only its own verdict changes;
+where the kernel lacks it, :func:`unscoped` says why. Each run counts among the live
+processes of :mod:`attnzoo.sandbox.hygiene`, so it and everything it started (a daemon that
+double-forked included) are killed when it ends and on every exit path of the grade.
 
 Each run is its own ``pytest`` process (forked by
 :mod:`attnzoo.sandbox.zygote` from the server that has torch imported already, the one check's

@@ -9,7 +9,9 @@ stops. :func:`kill` ends the worker's group, everything in its session, and (wit
 :func:`install` called, as ``attnzoo check`` does) every orphan of it that was re-parented to
 attnzoo, then removes its scratch. :func:`install` also makes SIGTERM, SIGHUP and SIGINT end
 the run at once (exit 128 + the signal), and they and interpreter exit kill every live worker
-first; and it makes attnzoo undumpable, so that no worker of its user can ptrace it.
+first; and it makes attnzoo undumpable, so that no worker of its user can ptrace it. A graded
+pytest run, forked elsewhere, is counted among the live workers (:func:`watch`) and ends the
+same way.
 
 Before the first worker that can write files starts (any but a strict one), the parent imports
 every module it may need while the detectors run (:data:`PARENT_PACKAGES`,
