@@ -27,7 +27,8 @@ def main(args):
     if args.jobs < 1:
         raise BadInput(f"--jobs must be at least 1, not {args.jobs}")
     shared = Options.build(backend=args.backend, timeout=args.timeout,  # a test is one call
-                           isolation=args.isolation)
+                           isolation=args.isolation, memory_limit=args.memory_limit,
+                           scratch_limit=args.scratch_limit)
     hygiene.install()  # attnzoo undumpable, every worker killed on every exit path
     if shared.isolation_fallback:
         print(f"attnzoo: {session.fallback_line(shared)}", file=sys.stderr)
@@ -48,12 +49,22 @@ def main(args):
         print(f"attnzoo: {UNSCOPED}: {unscoped}", file=sys.stderr)
     code = model.exit_code(doc, args.min_caught)
     shown = doc if args.reveal else model.hide(doc)
-    isolation = {"implementations": shared.isolation, "fallback": shared.isolation_fallback,
-                 "tests_scoped": not unscoped, "unscoped": unscoped}
+    isolation = dict(session.isolation_json(shared), tests=shared.isolation,
+                     implementations=shared.isolation, tests_scoped=not unscoped,
+                     unscoped=unscoped)
     if args.json:
         return deliver(json.dumps(dict(shown, isolation=isolation, min_caught=args.min_caught,
                                        exit_code=code), indent=1, ensure_ascii=False), code)
-    return deliver(render.text(shown, args.min_caught), code)
+    report = render.text(shown, args.min_caught)
+    return deliver(isolation_line(shared, unscoped) + "\n\n" + report, code)
+
+
+def isolation_line(shared, unscoped):
+    """The text report's first line: what every graded run and implementation's worker could
+    do (check's line, said of both)."""
+    line = session.isolation_words(shared).replace("isolation: ", "isolation (graded tests and "
+                                                   "implementations): ", 1)
+    return line + (f"; graded tests not scoped: {unscoped}" if unscoped else "")
 
 
 UNSCOPED = ("graded tests were not scoped, so a test could signal or ptrace processes outside "
@@ -81,7 +92,14 @@ def add_parser(sub):
     p.add_argument("--timeout", type=float, default=options.CALL_SECONDS, metavar="SECONDS",
                    help=f"time limit per test (default {options.CALL_SECONDS:g})")
     p.add_argument("--isolation", choices=options.ISOLATIONS, default=None,
-                   help="what the implementations' workers may do: strict (the default where "
-                   "the kernel allows) or process")
+                   help="what each graded pytest run and each implementation's worker may do: "
+                   "strict (the default where the kernel offers Landlock and user namespaces: "
+                   "it writes only to its own scratch directory, has no network and cannot "
+                   "signal anything outside its own processes) or process (its own processes, "
+                   "with your rights); see docs/sandbox.md")
+    p.add_argument("--memory-limit", metavar="SIZE",
+                   help="memory one graded run or worker may allocate, e.g. 512M or 16G "
+                   "(default 8G); past it an allocation fails")
+    p.add_argument("--scratch-limit", metavar="SIZE", help=options.HELP["scratch_limit"])
     p.add_argument("--progress", action="store_true", help=argparse.SUPPRESS)  # always shown
     return p

@@ -2,9 +2,10 @@
 
 ``attnzoo grade`` starts one pytest per implementation with ``-p attnzoo.grade.fixtures``; the
 arguments and the environment are the same for every row. What the run is for (the contract,
-the backend, the record path, which functions the implementation has) arrives as the first
-message on a socket the process inherits (:data:`attnzoo.sandbox.child.inherited`), read
-before the suite's conftest files load; with it, for a graded run, comes a second socket: the
+the backend, which functions the implementation has) arrives as the first message on a socket
+the process inherits (:data:`attnzoo.sandbox.child.inherited`), read before the suite's
+conftest files load; with it come the record file (a descriptor opened for appending: a
+confined run can open no file outside its scratch) and, for a graded run, a socket: the
 connection to the implementation, which runs in a worker of its own
 (:mod:`attnzoo.sandbox.relay`). Nothing in this process names the implementation: no locator,
 no module, no canary flag (:mod:`attnzoo.grade.canary` dresses it in the worker).
@@ -46,12 +47,12 @@ def _read_spec():
         return None
     channel = socket.socket(fileno=fd)
     try:
-        message, fds, _, _ = socket.recv_fds(channel, SPEC_BYTES, 1)
+        message, fds, _, _ = socket.recv_fds(channel, SPEC_BYTES, 2)
     finally:
         channel.close()
     spec = json.loads(message or b"{}")
-    spec["relay"] = fds[0] if fds else None
-    return spec
+    spec["record"], spec["relay"] = (list(fds) + [None, None])[:2]  # descriptors: a confined
+    return spec                                                    # run opens no path
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -51,7 +51,7 @@ def grade(suite, backend="numpy", jobs=2, test_seconds=runner.TEST_SECONDS, prog
     run (a row, or a canary) as it finishes; each implementation's worker is confined to
     ``isolation`` (:class:`attnzoo.sandbox.confine.Isolation`; None: not confined).
     """
-    collected = runner.collect(suite)
+    collected = runner.collect(suite, isolation)
     tests = {t: f for t, f in collected.items() if f}
     if not tests:
         raise runner.SuiteError(

@@ -5,11 +5,17 @@ implementation in a worker of its own (forked, confined to the grade's isolation
 into a relay: :mod:`attnzoo.sandbox.relay`) and hands the run only a connection to it, which the
 fixtures wrap in a proxy (:mod:`attnzoo.grade.proxy`). The run's spec (the contract, the
 backend, the record path, the functions the implementation has, and that connection) is the
-first message on a socket the run inherits; its arguments and environment are the same for
-every row. The run is scoped where the kernel has Landlock ABI 6 (:func:`confine.scope`): it
-can signal, ptrace or reach by abstract socket nothing outside its own processes, so a test that
-kills the worker server, the implementation's worker or another row's run gets EPERM, and only
-its own verdict changes; where the kernel lacks it, :func:`unscoped` says why.
+first message on a socket the run inherits, with the record file it appends its outcomes to
+(a descriptor: a confined run opens no file outside its scratch); its arguments and
+environment are the same for every row. The run, the one that collects included, is confined
+to the grade's isolation as a worker is (:mod:`attnzoo.sandbox.confine`: under strict it
+writes only to a scratch of its own, its TMPDIR and HOME, has no network and no terminal), and
+is scoped where the kernel has Landlock ABI 6: it can signal, ptrace or reach by abstract
+socket nothing outside its own processes, so a test that kills the worker server, the
+implementation's worker or another row's run gets EPERM, and only its own verdict changes;
+where the kernel lacks it, :func:`unscoped` says why. Each run counts among the live
+processes of :mod:`attnzoo.sandbox.hygiene`, so it and everything it started (a daemon that
+double-forked included) are killed when it ends and on every exit path of the grade.
 
 Each run is its own ``pytest`` process (forked by
 :mod:`attnzoo.sandbox.zygote` from the server that has torch imported already, the one check's
@@ -105,11 +111,12 @@ class Suite:
         return env
 
 
-def collect(suite):
-    """The suite's tests, each with the fixtures of attnzoo it asks for; SuiteError if broken."""
+def collect(suite, isolation=None):
+    """The suite's tests, each with the fixtures of attnzoo it asks for; SuiteError if broken.
+    Collecting imports the suite: its run is confined as a graded run is."""
     with tempfile.TemporaryDirectory(prefix="attnzoo-grade-") as tmp:
         spec = {"record": os.path.join(tmp, "collect.jsonl"), "contract": "none"}
-        proc, output = _spawn(suite, spec, ["--collect-only", str(suite.path)], tmp)
+        proc, output = _spawn(suite, spec, ["--collect-only", str(suite.path)], tmp, isolation)
         try:
             code = proc.wait(timeout=START_SECONDS)
             _reap(proc)
@@ -303,18 +310,33 @@ def unscoped():
 
 
 def _spawn(suite, spec, args, tmp, isolation=None, held=None):
-    """Fork the pytest run, then (``held`` given) the implementation's worker, which forks and
-    loads while the run starts; the spec and the worker's connection go to the run on the
-    socket it inherits. The worker is appended to ``held`` (the caller closes it)."""
+    """Fork the pytest run, confined to ``isolation`` (None: scoped only), then (``held``
+    given) the implementation's worker, which forks and loads while the run starts; the spec,
+    the record file (opened here, for appending) and the worker's connection go to the run on
+    the socket it inherits. The worker is appended to ``held`` (the caller closes it)."""
     fd, path = tempfile.mkstemp(dir=tmp, suffix=".out")
     os.close(fd)
     command = suite.command(tmp, args)
+    env, scratch, confinement = suite.env(), None, None
+    if isolation is not None:
+        scratch, env = hygiene.scratch_env(env)
+        confinement = isolation.request(scratch)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
-        proc = zygote.spawn_pytest(command[3:], suite.root, suite.env(), path,  # after `-m
-                                   theirs.fileno())                           # pytest`
+        proc = zygote.spawn_pytest(command[3:], suite.root, env, path,  # after `-m pytest`
+                                   theirs.fileno(), confinement=confinement)
+    except BaseException:
+        ours.close()
+        hygiene.remove(scratch)
+        raise
     finally:
         theirs.close()
+    hygiene.watch(proc, scratch)
+    if isolation is not None and proc.confined != isolation.level:
+        ours.close()
+        _kill(proc)
+        raise OSError(f"the graded run could not be confined ({isolation.level} isolation): "
+                      f"{proc.unconfined or 'it died first'}")
     if proc.unscoped:
         with _unscoped_lock:
             _unscoped.setdefault(inert(proc.unscoped), True)
@@ -328,15 +350,18 @@ def _spawn(suite, spec, args, tmp, isolation=None, held=None):
             ours.close()
             _kill(proc)
             raise
-    given = {"record": spec["record"], "contract": spec["contract"],
-             "backend": spec.get("backend"),
+    given = {"contract": spec["contract"], "backend": spec.get("backend"),
              "functions": worker.functions if worker is not None else []}
     relay = worker.handed() if worker is not None else None
+    record = os.open(spec["record"], os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+                     0o600)
     try:
-        socket.send_fds(ours, [json.dumps(given).encode()], [relay] if relay is not None else [])
+        socket.send_fds(ours, [json.dumps(given).encode()],
+                        [record] + ([relay] if relay is not None else []))
     except OSError:  # the run died at once: its exit says how
         pass
     finally:
+        os.close(record)
         ours.close()
         if worker is not None:
             worker.release()
@@ -344,22 +369,14 @@ def _spawn(suite, spec, args, tmp, isolation=None, held=None):
 
 
 def _kill(proc):
-    """SIGKILL the run's group (the test's own children too), or the run if it has none yet."""
-    for kill in (os.killpg, os.kill):
-        try:
-            kill(proc.pid, signal.SIGKILL)
-            break
-        except (ProcessLookupError, PermissionError):
-            continue
-    proc.wait()
+    """SIGKILL the run, its group, its session and every descendant (the test's own children,
+    daemons included), then reap it and remove its scratch."""
+    hygiene.kill(proc)
 
 
 def _reap(proc):
     """After the run ended: whatever it started and left behind goes with it."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    hygiene.kill(proc)
 
 
 def _how(code, output):

@@ -55,7 +55,7 @@ def become(request, fds, server_fds, said):
         tempfile.tempdir = None  # the server's cached /tmp: asked again, of the request's TMPDIR
         sys.path[0] = request["cwd"]
         if request.get("run") == "pytest":
-            _scope(request.get("scope"), said)
+            _confine_run(request.get("confine"), request.get("scope"), said)
             global inherited
             inherited = wire_fd  # the grade's spec comes on it: never argv, never environ
             code = _pytest(request["args"], request["env"])
@@ -99,19 +99,30 @@ def _confine(asked, said):
         raise SystemExit(f"attnzoo: the worker could not be confined: {word['unconfined']}")
 
 
-def _scope(asked, said):
-    """A graded pytest run: scoped when asked (:func:`confine.scope`: no signal, ptrace or
-    abstract socket reaching outside its own processes), then its word on that."""
+def _confine_run(asked, scope, said):
+    """A graded pytest run: confined as asked (strict: the worker's walls, Landlock's scoping
+    among them; process: the limits, then scoped when ``scope`` and the kernel allow), then its
+    word on that; a run that could not be confined as asked exits."""
     word = {}
-    if asked:
-        try:
-            confine.scope()
-            lifeline.die_with_parent()
-            word = {"scoped": True}
-        except OSError as e:
-            word = {"unscoped": str(e)}
+    try:
+        if asked:
+            confine.apply(**asked)
+            word["confined"] = asked["level"]
+        if asked and asked["level"] == confine.STRICT:
+            word["scoped"] = True
+        elif scope:
+            try:
+                confine.scope()
+                word["scoped"] = True
+            except OSError as e:
+                word["unscoped"] = str(e)
+        lifeline.die_with_parent()  # kept across a new user namespace; said again
+    except OSError as e:
+        word = {"unconfined": str(e)}
     os.write(said, json.dumps(word).encode())
     os.close(said)
+    if "unconfined" in word:
+        raise SystemExit(f"attnzoo: the graded run could not be confined: {word['unconfined']}")
 
 
 def _pytest(args, env):

@@ -15,8 +15,8 @@ which Landlock does not restrict either. ``process``: only the limits below, and
 hygiene every worker has (:mod:`attnzoo.sandbox.hygiene`).
 
 :func:`scope` is Landlock's scoping alone (signals, abstract Unix sockets, and the ptrace
-restriction every Landlock domain has), for a graded pytest run, which may otherwise do what
-its user may.
+restriction every Landlock domain has), for a graded pytest run under ``process``, which may
+otherwise do what its user may (under ``strict`` a graded run has a worker's walls).
 
 Both levels cap what the worker allocates (RLIMIT_DATA: private writable memory; not
 RLIMIT_AS, which counts the address space CUDA reserves), the size of each file it writes
@@ -217,11 +217,11 @@ def _assemble(lines):
 
 def scope():
     """Landlock's scoping alone (ABI 6 or later), for a process that may otherwise do what its
-    user may (a graded pytest run): from now on it, and everything it starts, can send no
-    signal to, ptrace, or connect to an abstract Unix socket of, a process outside its own
-    Landlock domain (attnzoo, the worker server, the implementation's worker, another row's
-    run). Files and network are left alone. OSError says why not: an older kernel, no
-    Landlock."""
+    user may (a graded pytest run under ``process``): from now on it, and everything it
+    starts, can send no signal to, ptrace, or connect to an abstract Unix socket of, a process
+    outside its own Landlock domain (attnzoo, the worker server, the implementation's worker,
+    another row's run). Files and network are left alone. OSError says why not: an older
+    kernel, no Landlock."""
     if sys.platform != "linux":
         raise OSError(f"Landlock needs Linux, not {sys.platform}")
     abi = landlock_abi()

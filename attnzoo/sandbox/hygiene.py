@@ -9,7 +9,9 @@ stops. :func:`kill` ends the worker's group, everything in its session, and (wit
 :func:`install` called, as ``attnzoo check`` does) every orphan of it that was re-parented to
 attnzoo, then removes its scratch. :func:`install` also makes SIGTERM, SIGHUP and SIGINT end
 the run at once (exit 128 + the signal), and they and interpreter exit kill every live worker
-first; and it makes attnzoo undumpable, so that no worker of its user can ptrace it.
+first; and it makes attnzoo undumpable, so that no worker of its user can ptrace it. A graded
+pytest run, forked elsewhere, is counted among the live workers (:func:`watch`) and ends the
+same way.
 
 Before the first worker that can write files starts (any but a strict one), the parent imports
 every module it may need while the detectors run (:data:`PARENT_PACKAGES`,
@@ -97,16 +99,14 @@ def spawn(wire_fd, env, isolation=None):
     prepare(isolation)
     scratch = confinement = None
     if isolation is not None:
-        scratch = tempfile.mkdtemp(prefix="attnzoo-scratch-")
-        env = {k: v for k, v in env.items() if k not in ENV_DROPPED}
-        env.update(TMPDIR=scratch, TMP=scratch, TEMP=scratch, HOME=scratch)
+        scratch, env = scratch_env(env)
         confinement = isolation.request(scratch)
     read, write = os.pipe()
     try:
         proc = zygote.spawn(wire_fd, write, env, confinement)
     except BaseException:
         os.close(read)
-        _remove(scratch)
+        remove(scratch)
         raise
     finally:
         os.close(write)
@@ -119,6 +119,22 @@ def spawn(wire_fd, env, isolation=None):
         raise OSError(f"the worker could not be confined ({isolation.level} isolation): "
                       f"{proc.unconfined or 'it died first'}")
     return proc, capture
+
+
+def scratch_env(env):
+    """(a new scratch directory, ``env`` with it as TMPDIR and HOME): where a confined process
+    writes (strict mounts a capped tmpfs over it); :func:`kill` removes it."""
+    scratch = tempfile.mkdtemp(prefix="attnzoo-scratch-")
+    env = {k: v for k, v in env.items() if k not in ENV_DROPPED}
+    env.update(TMPDIR=scratch, TMP=scratch, TEMP=scratch, HOME=scratch)
+    return scratch, env
+
+
+def watch(proc, scratch=None):
+    """Count a process forked elsewhere (a graded pytest run) among the live ones: every exit
+    path kills it and its descendants (:func:`kill_all`), and it is no other's stray."""
+    proc.scratch = scratch
+    _live[proc.pid] = proc
 
 
 def prepare(isolation=None):
@@ -177,10 +193,10 @@ def kill(proc):
         pass
     _live.pop(pid, None)
     _reap_orphans()
-    _remove(getattr(proc, "scratch", None))
+    remove(getattr(proc, "scratch", None))
 
 
-def _remove(scratch):
+def remove(scratch):
     """The worker's scratch, once nothing of it runs (strict: the mount point, left empty)."""
     if scratch is not None:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -17,8 +17,9 @@ server dies, which dies with attnzoo. The server reaps its children and reports 
 
 ``attnzoo grade`` forks its pytest runs here too (:func:`spawn_pytest`): the child is set up the
 same way, with its output appended to a file, keeps the socket it was handed (its spec comes
-on it: :data:`child.inherited`), scopes itself with Landlock where it can
-(:func:`confine.scope`) and becomes ``python -m pytest ARGS`` with torch on one thread; modules
+on it: :data:`child.inherited`), confines itself to the grade's isolation (strict: the walls a
+worker has; process: the limits, and Landlock's scoping where it can: :func:`confine.scope`)
+and becomes ``python -m pytest ARGS`` with torch on one thread; modules
 a caller wants ready for its children are named with :func:`preload` before the server starts.
 """
 
@@ -143,14 +144,18 @@ def spawn(wire_fd, out_fd, env, confinement=None):
     return _fork(request, [wire_fd, out_fd])
 
 
-def spawn_pytest(args, cwd, env, output, channel, scope=True):
+def spawn_pytest(args, cwd, env, output, channel, scope=True, confinement=None):
     """Fork ``python -m pytest ARGS`` in ``cwd``, its output appended to the file ``output``;
-    it inherits the socket ``channel`` (a descriptor), on which its spec comes, and is scoped
-    (:func:`confine.scope`) when ``scope`` and the kernel allow."""
+    it inherits the socket ``channel`` (a descriptor), on which its spec comes, is confined by
+    ``confinement`` (:meth:`confine.Isolation.request`) before the suite's code runs, and is
+    scoped (:func:`confine.scope`) when ``scope`` and the kernel allow."""
     out = os.open(output, os.O_WRONLY | os.O_APPEND)
+    request = {"run": "pytest", "args": list(args), "env": env, "cwd": str(cwd),
+               "scope": bool(scope)}
+    if confinement is not None:
+        request["confine"] = confinement
     try:
-        return _fork({"run": "pytest", "args": list(args), "env": env, "cwd": str(cwd),
-                      "scope": bool(scope)}, [channel, out])
+        return _fork(request, [channel, out])
     finally:
         os.close(out)
 
