@@ -125,6 +125,8 @@ def options(**values):
         if value is not None and value != unset and not (
                 isinstance(value, (str, list, tuple)) and not value):
             raise BadInput(f"{why}: drop it for --contract varlen")
+    if values.get("depth") is None:
+        values.pop("depth", None)
     depth = values.get("depth")
     if depth not in (None, Options.depth) and not takes_depth():
         raise BadInput(f"--depth {depth}: the varlen harness has one tier so far: drop --depth")
@@ -175,7 +177,7 @@ class Worker:
         self.sock = ours
         try:
             wire.send(ours, {"verb": "relay", "locator": locator, "contract": CONTRACT})
-            reply = self._reply(options.import_timeout, "importing the target")
+            reply = self._reply(options.import_timeout, "the import", "--import-timeout")
         except BaseException:
             self.close()
             raise
@@ -190,20 +192,20 @@ class Worker:
         self.parameters = found.get("parameters")
         self.connection = Timed(self, ours)
 
-    def _reply(self, seconds, doing):
-        """The worker's next message within ``seconds`` (its output drained meanwhile)."""
+    def _reply(self, seconds, doing, option="--timeout"):
+        """The worker's next message within ``seconds`` (its output drained meanwhile);
+        ``doing`` and ``option`` say what it was doing and which option gave it the time."""
         left = None if self.deadline is None else self.deadline - time.monotonic()
         limit = seconds if left is None else max(0.0, min(seconds, left))
         if not hygiene.wait_readable(self.sock, self.capture, limit):
             if left is not None and left <= seconds:
                 raise Lost(DEADLINE, "the deadline passed")
-            raise Lost(HUNG, f"no answer within {seconds:g} s while {doing} (--timeout"
-                       + (", --warmup for the first call" if doing.startswith("the first")
-                          else "") + "); the worker was killed")
+            raise Lost(HUNG, f"no answer within {seconds:g} s during {doing} ({option}); the "
+                       "worker was killed")
         try:
             reply, got = wire.read(self.sock, seconds)
         except (EOFError, OSError, wire.Malformed):
-            raise Lost(CRASHED, f"the worker died while {doing}: {self.how()}") from None
+            raise Lost(CRASHED, f"the worker died during {doing}: {self.how()}") from None
         self.buffers = got
         if not isinstance(reply, dict):
             raise Lost(CRASHED, "the worker broke the relay's protocol")
@@ -273,7 +275,8 @@ class Timed(Connection):
         first = w.first and header.get("op") == "call"
         limit = w.options.warmup if first else w.options.timeout
         try:
-            reply = w._reply(limit, "the first call" if first else "a call")
+            reply = w._reply(limit, "the first call" if first else "a call",
+                             "--warmup" if first else "--timeout")
         finally:
             w.impl_seconds += time.perf_counter() - start
         if header.get("op") == "call":
@@ -419,7 +422,7 @@ def _callable(connection):
     other; a gone worker is :class:`Lost`."""
     def kernel(q, k, v, *args, **kwargs):
         try:
-            return connection.call("__call__", (q, k, v) + args, kwargs)
+            answer = connection.call("__call__", (q, k, v) + args, kwargs)
         except (Lost, Exception) as e:
             if isinstance(e, Gone):
                 raise Lost(CRASHED, str(e)) from None
@@ -428,6 +431,10 @@ def _callable(connection):
             raise
         except BaseException as e:  # noqa: BLE001 - relayed from the kernel: SystemExit et al.
             raise RuntimeError(f"{type(e).__name__}: {e}") from None
+        if kwargs.get("return_lse") and not (isinstance(answer, (tuple, list))
+                                             and len(answer) == 2):
+            return answer, None  # not a pair: the Subject says what out should have been
+        return answer
 
     return kernel
 
