@@ -302,12 +302,12 @@ def run(locator, options, chosen, *, name=None, progress=None):
     if options.isolation_fallback:
         print(f"attnzoo: {session.fallback_line(options)}", file=sys.stderr)
     progress = Progress() if progress is None else progress
-    start = time.perf_counter()
+    began = time.perf_counter()
     deadline = time.monotonic() + options.deadline if options.deadline else None
     findings, not_run, stopped = [], [], None
     worker = None
     try:
-        worker = _start(locator, options, deadline)
+        worker = start(locator, options, deadline)
         with session.one_blas_thread():
             for i, detector in enumerate(chosen):
                 progress.detector(i + 1, len(chosen), detector.NAME)
@@ -317,7 +317,7 @@ def run(locator, options, chosen, *, name=None, progress=None):
                     not_run.append(detector.NAME)
                     continue
                 if worker is None:
-                    worker = _start(locator, options, deadline)
+                    worker = start(locator, options, deadline)
                 finding = one(detector, worker, options, name or locator)
                 if finding is None:  # the deadline passed during it
                     stopped = session.DEADLINE
@@ -356,12 +356,12 @@ def run(locator, options, chosen, *, name=None, progress=None):
                              "resembles": [], "findings": [f.to_json() for f in findings],
                              "not_run": not_run, "stopped": stopped}],
         "summary": summary,
-        "seconds": round(time.perf_counter() - start, 3),
+        "seconds": round(time.perf_counter() - began, 3),
         "exit_code": code,
     }, code
 
 
-def _start(locator, options, deadline):
+def start(locator, options, deadline=None):
     """A worker for the kernel; BadInput when it does not import in time, or its signature
     cannot take the harness's calls."""
     try:
@@ -384,12 +384,12 @@ def one(detector, worker, options, name):
 
     proxy = _callable(worker.connection)
     target = varlen.Target(fn=proxy, name=name, causal_alignment=options.causal_alignment)
-    start, calls, impl = time.perf_counter(), 0, worker.impl_seconds
+    began, calls, impl = time.perf_counter(), 0, worker.impl_seconds
     extra = {"depth": options.depth} if takes_depth() else {}
 
     def done(verdict, message="", dtype="", case="", lost=False):
         return Finding(detector.NAME, verdict, inert(message, lines=True), dtype, inert(case),
-                       calls, time.perf_counter() - start, worker.impl_seconds - impl,
+                       calls, time.perf_counter() - began, worker.impl_seconds - impl,
                        lost=lost)
 
     for dtype in dtypes(options):
