@@ -87,16 +87,18 @@ def check(
         raise BadInput(f"the sdpa contract takes torch tensors: backend must be 'torch' or None, "
                        f"not {backend!r}")
     build = _varlen_options if contract == "varlen" else _options
-    options = build(depth=depth or ("quick" if contract != "varlen" else None), dtype=dtype, device=device, deadline=deadline_s,
-                       budget=budget_s, exitfirst=exitfirst, seed=seed,
-                       only=(only,) if isinstance(only, str) else tuple(only or ()),
-                       expect=_path(expect), repro_dir=_path(repro_dir), isolation=isolation,
-                       backend=backend, mask_convention=mask_convention,
-                       causal_alignment=causal_alignment, empty_rows=empty_rows,
-                       unsupported=unsupported, refuses=tuple(refuses or ()), timeout=timeout_s,
-                       warmup=warmup_s, memory_limit=memory_limit, scratch_limit=scratch_limit,
-                       shrink=shrink,
-                       **({} if import_timeout_s is None else {"import_timeout": import_timeout_s}))
+    if depth is None and contract != "varlen":
+        depth = "quick"
+    options = build(depth=depth, dtype=dtype, device=device, deadline=deadline_s,
+                    budget=budget_s, exitfirst=exitfirst, seed=seed,
+                    only=(only,) if isinstance(only, str) else tuple(only or ()),
+                    expect=_path(expect), repro_dir=_path(repro_dir), isolation=isolation,
+                    backend=backend, mask_convention=mask_convention,
+                    causal_alignment=causal_alignment, empty_rows=empty_rows,
+                    unsupported=unsupported, refuses=tuple(refuses or ()), timeout=timeout_s,
+                    warmup=warmup_s, memory_limit=memory_limit, scratch_limit=scratch_limit,
+                    shrink=shrink,
+                    **({} if import_timeout_s is None else {"import_timeout": import_timeout_s}))
     target = os.fspath(fn_or_locator) if isinstance(fn_or_locator, os.PathLike) else fn_or_locator
     from attnzoo import carry
 
