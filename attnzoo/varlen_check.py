@@ -307,7 +307,10 @@ def run(locator, options, chosen, *, name=None, progress=None):
     findings, not_run, stopped = [], [], None
     worker = None
     try:
-        worker = start(locator, options, deadline)
+        try:
+            worker = start(locator, options, deadline)
+        except Lost:  # the deadline passed while it imported: nothing ran
+            worker, stopped = None, session.DEADLINE
         with session.one_blas_thread():
             for i, detector in enumerate(chosen):
                 progress.detector(i + 1, len(chosen), detector.NAME)
@@ -318,7 +321,7 @@ def run(locator, options, chosen, *, name=None, progress=None):
                     continue
                 if worker is None:
                     worker = start(locator, options, deadline)
-                finding = one(detector, worker, options, name or locator)
+                finding = one(detector, worker, options, name or locator, progress.call)
                 if finding is None:  # the deadline passed during it
                     stopped = session.DEADLINE
                     not_run.append(detector.NAME)
@@ -363,10 +366,12 @@ def run(locator, options, chosen, *, name=None, progress=None):
 
 def start(locator, options, deadline=None):
     """A worker for the kernel; BadInput when it does not import in time, or its signature
-    cannot take the harness's calls."""
+    cannot take the harness's calls; :class:`Lost` when the deadline passes first."""
     try:
         worker = Worker(locator, options, deadline)
     except Lost as lost:
+        if lost.verdict == DEADLINE:
+            raise
         raise BadInput(f"{locator}: {lost.message}: fix the module, or raise --import-timeout "
                        "if it is only slow") from None
     lacks = worker.lacks()
@@ -377,12 +382,12 @@ def start(locator, options, deadline=None):
     return worker
 
 
-def one(detector, worker, options, name):
+def one(detector, worker, options, name, on_call=None):
     """The detector's finding at each dtype in turn, the first failing dtype's when one fails;
-    None when the deadline passed during it."""
+    None when the deadline passed during it. ``on_call()`` is told of each call."""
     from detectors.kit import varlen
 
-    proxy = _callable(worker.connection)
+    proxy = _callable(worker.connection, on_call)
     target = varlen.Target(fn=proxy, name=name, causal_alignment=options.causal_alignment)
     began, calls, impl = time.perf_counter(), 0, worker.impl_seconds
     extra = {"depth": options.depth} if takes_depth() else {}
@@ -416,11 +421,13 @@ def one(detector, worker, options, name):
     return done(SURVIVED)
 
 
-def _callable(connection):
+def _callable(connection, on_call=None):
     """What the detectors call: the kernel, through the relay. What the relay brings back as
     an exception that is not an Exception (the kernel's SystemExit) is a raise like any
     other; a gone worker is :class:`Lost`."""
     def kernel(q, k, v, *args, **kwargs):
+        if on_call is not None:
+            on_call()
         try:
             answer = connection.call("__call__", (q, k, v) + args, kwargs)
         except (Lost, Exception) as e:
