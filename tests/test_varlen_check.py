@@ -125,6 +125,14 @@ def test_exitfirst_stops_at_the_first_flag():
     assert doc["stopped"] == "first flag"
 
 
+def test_a_deadline_leaves_a_partial_report_and_exit_4():
+    p, doc = quick("reference/varlen.py:attn_varlen", "--deadline", "1")
+    assert p.returncode == 4 and doc["stopped"] == "deadline"
+    impl = doc["implementations"][0]
+    assert impl["not_run"] and len(impl["findings"]) + len(impl["not_run"]) == len(NAMES)
+    assert not doc["summary"]["conformant"]
+
+
 # -- what the kernel does to the run ------------------------------------------------------------
 
 
