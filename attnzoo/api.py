@@ -19,7 +19,7 @@ from typing import Any
 from attnzoo.options import BadInput, Options
 from attnzoo.results import Report, report
 
-CONTRACTS = ("sdpa", "lesson")
+CONTRACTS = ("sdpa", "lesson", "varlen")
 # the command line's spelling of an option, in a BadInput line, respelt as this API's keyword
 KEYWORDS = {"--budget": "budget_s", "--deadline": "deadline_s", "--timeout": "timeout_s",
             "--import-timeout": "import_timeout_s", "--warmup": "warmup_s",
@@ -36,7 +36,7 @@ def check(
     contract: str | None = "sdpa",
     *,
     name: str | None = None,
-    depth: str = "quick",
+    depth: str | None = None,
     dtype: str | None = None,
     device: str = "cpu",
     budget_s: float | None = None,
@@ -49,7 +49,7 @@ def check(
     isolation: str | None = None,
     backend: str | None = None,
     mask_convention: str = "keep",
-    causal_alignment: str = "top-left",
+    causal_alignment: str | None = None,
     empty_rows: str = "zero",
     unsupported: Iterable[str] | str = (),
     refuses: Iterable[str] = (),
@@ -66,10 +66,13 @@ def check(
     ``fn_or_locator``: a locator as ``attnzoo check`` takes (``path/to/file.py:func``,
     ``pkg.mod:func``, ``module.py``), a function (its source is read, a notebook cell's too), or
     Python source defining it (``name`` picks the function; else the last top-level ``def``).
-    ``contract``: "sdpa" (F.scaled_dot_product_attention's signature, torch) or "lesson" (a
-    module with the lesson's functions, ``backend`` numpy or torch, inferred when None); None,
-    for a locator only, checks whatever it names as ``attnzoo check`` does (a zoo file: each of
-    its implementations). ``budget_s`` is ``--budget``: the most telling cases first, stopping
+    ``contract``: "sdpa" (F.scaled_dot_product_attention's signature, torch), "lesson" (a
+    module with the lesson's functions, ``backend`` numpy or torch, inferred when None) or
+    "varlen" (flash-attention's ``attn_varlen`` signature, ``attnzoo check --contract varlen``,
+    docs/varlen.md); None, for a locator only, checks whatever it names as ``attnzoo check``
+    does (a zoo file: each of its implementations). ``depth`` None is quick (varlen: its one
+    tier); ``causal_alignment`` None is the contract's default (top-left for sdpa, bottom-right
+    for varlen). ``budget_s`` is ``--budget``: the most telling cases first, stopping
     when it is spent (``report.reached`` says what it reached); ``deadline_s`` is ``--deadline``
     (None: the depth's default, 0 none); when either runs out the report is partial and
     ``exit_code`` 4 unless something was flagged. ``exitfirst`` stops at the first flag.
@@ -77,21 +80,25 @@ def check(
     ``attnzoo check``'s options (docs/check.md). Bad input raises :class:`BadInput`, one line.
     """
     if contract not in CONTRACTS + (None,):
-        raise BadInput(f"contract must be 'sdpa' (F.scaled_dot_product_attention's signature) "
-                       f"or 'lesson' (the lesson's module of functions), not {contract!r}")
+        raise BadInput(f"contract must be 'sdpa' (F.scaled_dot_product_attention's signature), "
+                       f"'lesson' (the lesson's module of functions) or 'varlen' "
+                       f"(flash-attention's attn_varlen signature), not {contract!r}")
     if contract == "sdpa" and backend not in (None, "torch"):
         raise BadInput(f"the sdpa contract takes torch tensors: backend must be 'torch' or None, "
                        f"not {backend!r}")
-    options = _options(depth=depth, dtype=dtype, device=device, deadline=deadline_s,
-                       budget=budget_s, exitfirst=exitfirst, seed=seed,
-                       only=(only,) if isinstance(only, str) else tuple(only or ()),
-                       expect=_path(expect), repro_dir=_path(repro_dir), isolation=isolation,
-                       backend=backend, mask_convention=mask_convention,
-                       causal_alignment=causal_alignment, empty_rows=empty_rows,
-                       unsupported=unsupported, refuses=tuple(refuses or ()), timeout=timeout_s,
-                       warmup=warmup_s, memory_limit=memory_limit, scratch_limit=scratch_limit,
-                       shrink=shrink,
-                       **({} if import_timeout_s is None else {"import_timeout": import_timeout_s}))
+    build = _varlen_options if contract == "varlen" else _options
+    if depth is None and contract != "varlen":
+        depth = "quick"
+    options = build(depth=depth, dtype=dtype, device=device, deadline=deadline_s,
+                    budget=budget_s, exitfirst=exitfirst, seed=seed,
+                    only=(only,) if isinstance(only, str) else tuple(only or ()),
+                    expect=_path(expect), repro_dir=_path(repro_dir), isolation=isolation,
+                    backend=backend, mask_convention=mask_convention,
+                    causal_alignment=causal_alignment, empty_rows=empty_rows,
+                    unsupported=unsupported, refuses=tuple(refuses or ()), timeout=timeout_s,
+                    warmup=warmup_s, memory_limit=memory_limit, scratch_limit=scratch_limit,
+                    shrink=shrink,
+                    **({} if import_timeout_s is None else {"import_timeout": import_timeout_s}))
     target = os.fspath(fn_or_locator) if isinstance(fn_or_locator, os.PathLike) else fn_or_locator
     from attnzoo import carry
 
@@ -133,8 +140,21 @@ def _options(**values):
     try:
         return Options.build(**values)
     except BadInput as e:
-        raise BadInput(re.sub(r"--[a-z][a-z-]*", lambda m: KEYWORDS.get(m[0], m[0]), str(e))) \
-            from None
+        raise BadInput(_respelt(e)) from None
+
+
+def _varlen_options(**values):
+    """The options of a varlen check (attnzoo.varlen_check.options), spelt as _options's."""
+    from attnzoo import varlen_check
+
+    try:
+        return varlen_check.options(**values)[0]
+    except BadInput as e:
+        raise BadInput(_respelt(e).replace("--contract varlen", "contract='varlen'")) from None
+
+
+def _respelt(error):
+    return re.sub(r"--[a-z][a-z-]*", lambda m: KEYWORDS.get(m[0], m[0]), str(error))
 
 
 def _agrees(locator, contract):
@@ -146,6 +166,8 @@ def _agrees(locator, contract):
         _, _, attr = _split(locator)
     except BadTarget as e:
         raise BadInput(str(e)) from None
+    if contract == "varlen" and not attr:
+        raise BadInput(f"{locator} names a module: name its varlen callable ('{locator}:func')")
     if contract == "sdpa" and not attr:
         raise BadInput(f"{locator} names a module, which is checked by the lesson contract: name "
                        f"its callable ('{locator}:func'), pass contract='lesson', or contract=None "
@@ -172,8 +194,20 @@ def _run(locator, options, contract, display, progress):
     from attnzoo.progress import Progress
     from attnzoo.report import check_text
 
-    sections, detectors, document, code = run_check(
-        locator, options, name=display, progress=None if progress else Progress(_Quiet()))
+    shown = None if progress else Progress(_Quiet())
+    if contract == "varlen":
+        from attnzoo import varlen_check
+
+        chosen = varlen_check.detectors_named(options.only)
+        document, code = varlen_check.run(locator, options, chosen, name=display,
+                                          progress=shown)
+        if display is not None:
+            document["target"] = display
+        texts = (varlen_check.text(document, chosen), varlen_check.text(document, chosen, True))
+        return report(document, code, {d.NAME: d for d in chosen}, texts,
+                      tuple(document["implementations"][0]["not_run"]))
+    sections, detectors, document, code = run_check(locator, options, name=display,
+                                                    progress=shown)
     kinds = {impl["target"]["contract"] for impl in document["implementations"]}
     if contract is not None and kinds - {contract}:
         raise BadInput(f"{locator} holds {' and '.join(sorted(kinds))} implementations, not "

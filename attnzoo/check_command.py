@@ -6,8 +6,10 @@ What to run and the report itself are :mod:`attnzoo.check` and :mod:`attnzoo.rep
 import json
 
 from attnzoo import options
-from attnzoo.options import Options
+from attnzoo.options import BadInput, Options
 from attnzoo.streams import deliver, say
+
+CONTRACTS = ("sdpa", "lesson", "varlen")
 
 
 def add_parser(sub):
@@ -15,8 +17,13 @@ def add_parser(sub):
     p = sub.add_parser("check", help="run the detectors on your attention implementation",
                        description="Run every detector on a target: a lesson-style module "
                        "(path/to/module.py) or an SDPA-style callable (file.py:func, "
-                       "package.module:func).")
+                       "package.module:func); with --contract varlen, the varlen detectors on a "
+                       "callable with flash-attention's attn_varlen signature.")
     p.add_argument("target", help="path/to/module.py, path/to/file.py:func or package.module:func")
+    p.add_argument("--contract", choices=CONTRACTS, default=None,
+                   help="the contract to check against: sdpa, lesson (default: the one the "
+                   "target's form names) or varlen (packed variable-length attention with a "
+                   "paged cache, docs/varlen.md)")
     add_options(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--expect", metavar="FILE",
@@ -35,8 +42,8 @@ def add_options(p):
     p.add_argument("--backend", choices=options.BACKENDS, default=None, help=h["backend"])
     p.add_argument("--mask-convention", choices=options.MASK_CONVENTIONS,
                    default=Options.mask_convention, help=h["mask_convention"])
-    p.add_argument("--causal-alignment", choices=options.CAUSAL_ALIGNMENTS,
-                   default=Options.causal_alignment, help=h["causal_alignment"])
+    p.add_argument("--causal-alignment", choices=options.CAUSAL_ALIGNMENTS, default=None,
+                   help=h["causal_alignment"])
     p.add_argument("--empty-rows", choices=options.EMPTY_ROWS, default=Options.empty_rows,
                    help=h["empty_rows"])
     p.add_argument("--unsupported", default="", metavar="CAPABILITIES", help=h["unsupported"])
@@ -55,12 +62,20 @@ def add_options(p):
 
 def main(args):
     """Run the check ``args`` describe; print the report; its exit code."""
+    if args.contract == "varlen":
+        from attnzoo import varlen_check
+
+        return varlen_check.main(args)
     from attnzoo.checking import run_check
     from attnzoo.report import check_text
     from attnzoo.sandbox.session import FIRST_FLAG
 
     options = Options.from_args(args)
     sections, detectors, document, code = run_check(args.target, options)
+    kinds = {impl["target"]["contract"] for impl in document["implementations"]}
+    if args.contract is not None and kinds - {args.contract}:
+        raise BadInput(f"{args.target} holds {' and '.join(sorted(kinds))} implementations, not "
+                       f"{args.contract}: drop --contract, or name a {args.contract} target")
     unrun = {name for s in sections for name in s["not_run"]}
     if document["summary"]["not_run"] > len([n for s in sections for n in s["not_run"]]):
         unrun |= set(detectors)  # whole implementations the deadline left unloaded

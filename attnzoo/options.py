@@ -45,7 +45,8 @@ HELP = {
     "backend": "what a lesson-style module's functions take (default: inferred, numpy failing "
     "that)",
     "mask_convention": "bool mask: keep = True may attend (default); drop = True is masked",
-    "causal_alignment": "how is_causal aligns when L != S (default top-left)",
+    "causal_alignment": "how is_causal aligns when L != S (default top-left; bottom-right, "
+    "the contract's, for --contract varlen)",
     "empty_rows": "what a query row with no allowed key gives: zero = zero weights and a zero "
     "output row (default, PyTorch's since 2.5); uniform = weight 1/S on each of the S keys and "
     "the mean of the values (a large negative fill, as JAX and keras); a callable may declare "
@@ -101,7 +102,7 @@ class Options:
 
     backend: str | None = None  # None: inferred from a lesson module, numpy failing that
     mask_convention: str = "keep"
-    causal_alignment: str = "top-left"
+    causal_alignment: str | None = "top-left"  # None: the default, top-left (varlen's differs)
     empty_rows: str = "zero"  # what a row with no allowed key gives (EMPTY_ROWS)
     unsupported: tuple = ()  # declared capabilities (detectors.kit.capabilities.VOCABULARY)
     refuses: tuple = ()  # messages with which the target refuses a call it does not support
@@ -130,6 +131,8 @@ class Options:
         """Validated options from raw values (``unsupported`` may be the command line's text,
         ``only`` and ``refuses`` any iterable or None); BadInput names the first bad one."""
         raw = cls(**values)
+        if raw.causal_alignment is None:
+            raw = dataclasses.replace(raw, causal_alignment=cls.causal_alignment)
         only = known_detectors(raw.only or ())
         check_seed(raw.seed)
         # an explicit --timeout is the limit of every call, the first included, unless

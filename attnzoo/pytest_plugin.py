@@ -12,7 +12,10 @@ carries the root causes of that detector's failing cases, and the run ends with 
 as ``attnzoo check``'s is (``--attnzoo-isolation``, ``--attnzoo-memory-limit``,
 ``--attnzoo-scratch-limit``); the run's header says how. Items are plain pytest
 items, so ``-k``, JUnit XML and pytest-xdist work on them; each xdist worker has its own worker
-process for the target. The project's own kill-matrix plugin (``attnzoo.matrix.plugin``) is a
+process for the target. With ``--attnzoo-contract varlen`` the items are the varlen detectors
+(docs/varlen.md), run as ``attnzoo check --contract varlen`` runs them: the kernel in a confined
+worker, each call time-limited, a hang or a crash a failure of the item that met it. The
+project's own kill-matrix plugin (``attnzoo.matrix.plugin``) is a
 separate plugin loaded with ``-p`` and shares nothing with this one.
 """
 
@@ -40,6 +43,9 @@ def pytest_addoption(parser):
     g.addoption("--attnzoo-target", action="append", default=[], metavar="LOCATOR",
                 help="attention to check: path/to/module.py, file.py:func or package.module:func "
                 "(repeatable); nothing is collected without it")
+    g.addoption("--attnzoo-contract", choices=("varlen",), default=None,
+                help="varlen: run the varlen detectors (flash-attention's attn_varlen "
+                "signature, docs/varlen.md) on each target instead of the SDPA ones")
     g.addoption("--attnzoo-backend", choices=options.BACKENDS, default=None, help=h["backend"])
     g.addoption("--attnzoo-depth", default=Options.depth, metavar="DEPTH",
                 help=h["depth"].format(default=Options.depth))
@@ -49,7 +55,7 @@ def pytest_addoption(parser):
     g.addoption("--attnzoo-mask-convention", choices=options.MASK_CONVENTIONS,
                 default=Options.mask_convention, help=h["mask_convention"])
     g.addoption("--attnzoo-causal-alignment", choices=options.CAUSAL_ALIGNMENTS,
-                default=Options.causal_alignment, help=h["causal_alignment"])
+                default=None, help=h["causal_alignment"])
     g.addoption("--attnzoo-empty-rows", choices=options.EMPTY_ROWS, default=Options.empty_rows,
                 help=h["empty_rows"])
     g.addoption("--attnzoo-seed", type=int, default=Options.seed, help=h["seed"])
@@ -89,6 +95,12 @@ class Conformance:
         from detectors import by_name
 
         self.config = config
+        self.executor = None
+        self.found = {}  # target locator -> its findings in their JSON form, in this process
+        self.contract = config.getoption("attnzoo_contract")
+        if self.contract == "varlen":
+            self._varlen(config)
+            return
         try:
             self.options = Options.build(**{n: config.getoption(f"attnzoo_{n}")
                                             for n in SHARED})
@@ -101,9 +113,41 @@ class Conformance:
                              if self.expect_path else {})
         except expectations.ExpectationsError as e:
             raise pytest.UsageError(str(e)) from None
-        self.executor = None
         self.battery = None
-        self.found = {}  # target locator -> its findings in their JSON form, in this process
+
+    def _varlen(self, config):
+        from attnzoo import varlen_check
+
+        try:
+            self.options, self.detectors = varlen_check.options(
+                **{n: config.getoption(f"attnzoo_{n}") for n in SHARED})
+        except BadInput as e:
+            raise pytest.UsageError(respell(str(e)).replace("--contract varlen",
+                                                            "--attnzoo-contract varlen")) \
+                from None
+        self.expect_path, self.expected = None, {}
+        self.workers = {}  # locator -> its kernel's worker (varlen_check.Worker)
+
+    def worker(self, locator):
+        """The varlen kernel's worker, started anew after one hung or died."""
+        from attnzoo import varlen_check
+
+        if self.workers.get(locator) is None:
+            if not hasattr(self, "ending"):
+                self.ending = {sig: signal.signal(sig, self._ended) for sig in ENDING
+                               if signal.getsignal(sig) is signal.SIG_DFL}
+            self.workers[locator] = varlen_check.start(locator, self.options, None)
+        return self.workers[locator]
+
+    def check_varlen(self, detector, locator):
+        from attnzoo import varlen_check
+
+        worker = self.worker(locator)
+        finding = varlen_check.one(detector, worker, self.options, locator)
+        if finding.lost:
+            worker.close()
+            self.workers[locator] = None
+        return finding
 
     def pytest_report_header(self, config):
         from attnzoo.sandbox.session import isolation_words
@@ -127,6 +171,22 @@ class Conformance:
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, session, config, items):
         from attnzoo.sandbox.target import BadTarget
+
+        if self.contract == "varlen":
+            locators = list(dict.fromkeys(config.getoption("attnzoo_target")))
+            for loc in locators:
+                try:
+                    self.worker(loc)  # its signature is read now: a bad target is a usage error
+                except BadInput as e:
+                    raise pytest.UsageError(f"--attnzoo-target: {e}") from None
+            ours = [VarlenItem.from_parent(session, name=f"{d.NAME}[{loc}]",
+                                           nodeid=f"varlen/{d.NAME}[{loc}]", detector=d,
+                                           locator=loc, owner=self)
+                    for loc in locators for d in self.detectors]
+            items.extend(ours)
+            config.hook.pytest_collectreport(
+                report=pytest.CollectReport("attnzoo", "passed", None, ours))
+            return
 
         try:
             targets = [t for loc in config.getoption("attnzoo_target")
@@ -164,6 +224,9 @@ class Conformance:
     def pytest_unconfigure(self, config):
         if self.executor is not None:
             self.executor.close()
+        for worker in getattr(self, "workers", {}).values():
+            if worker is not None:
+                worker.close()
         for sig, handler in getattr(self, "ending", {}).items():
             signal.signal(sig, handler)
 
@@ -239,6 +302,34 @@ class DetectorItem(pytest.Item):
                 f"expects it to fail ({expected.describe()}): remove the entry")
         if finding.caught:
             raise ConformanceFailure(describe(finding, groups))
+
+    def repr_failure(self, excinfo):
+        if isinstance(excinfo.value, ConformanceFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self):
+        return self.path, None, self.name
+
+
+class VarlenItem(pytest.Item):
+    """One varlen detector on one kernel: passes, or fails with the check's message."""
+
+    def __init__(self, *, detector, locator, owner, **kwargs):
+        super().__init__(**kwargs)
+        self.detector, self.locator, self.owner = detector, locator, owner
+        self.user_properties.append(("attnzoo_detector", detector.NAME))
+
+    def runtest(self):
+        from detectors.kit.verdict import ERROR
+
+        finding = self.owner.check_varlen(self.detector, self.locator)
+        self.user_properties.append(("attnzoo_verdict", str(finding.verdict)))
+        if finding.verdict == ERROR:
+            raise ConformanceFailure(f"[{self.detector.NAME}] {finding.message}")
+        if finding.caught:
+            raise ConformanceFailure(f"[{self.detector.NAME}] {finding.verdict}: "
+                                     f"{finding.message}")
 
     def repr_failure(self, excinfo):
         if isinstance(excinfo.value, ConformanceFailure):

@@ -174,8 +174,8 @@ def test_what_cannot_be_carried_is_refused():
 
 
 def test_a_bad_contract_is_refused():
-    with pytest.raises(attnzoo.BadInput, match=r"contract must be 'sdpa' .* or 'lesson' .*"
-                                               r"not 'flash'"):
+    with pytest.raises(attnzoo.BadInput, match=r"contract must be 'sdpa' .*, 'lesson' .* or "
+                                               r"'varlen' .*not 'flash'"):
         attnzoo.check(correct_sdpa, "flash")
     with pytest.raises(attnzoo.BadInput, match="backend must be 'torch'"):
         attnzoo.check(correct_sdpa, backend="numpy")

@@ -11,8 +11,9 @@ connection to the implementation, which runs in a worker of its own
 no module, no canary flag (:mod:`attnzoo.grade.canary` dresses it in the worker).
 
 This plugin gives the user's tests ``attention`` (the lesson contract: an object with
-``causal_mask``, ``softmax``, ``attention`` and ``causal_self_attention``) and ``sdpa`` (a
-callable with ``F.scaled_dot_product_attention``'s signature), proxies of
+``causal_mask``, ``softmax``, ``attention`` and ``causal_self_attention``), ``sdpa`` (a
+callable with ``F.scaled_dot_product_attention``'s signature) and ``varlen`` (a callable with
+flash-attention's ``attn_varlen`` signature, docs/varlen.md), proxies of
 :mod:`attnzoo.grade.proxy`, each on a fresh instance per test so that no test sees another's
 state, and writes one JSON line per event to the record file, flushed at once: ``start`` before
 a test runs and ``done`` with its outcome after, so a process that dies or hangs in a test
@@ -30,7 +31,7 @@ import pytest
 
 from attnzoo.grade import proxy
 
-FIXTURES = ("attention", "sdpa")
+FIXTURES = ("attention", "sdpa", "varlen")
 TEXT_LIMIT = 6000  # characters of pytest's failure text kept per outcome
 LOST = 70  # exit code of a run whose implementation became unreachable during a test
 SPEC_BYTES = 1 << 16
@@ -154,7 +155,8 @@ def attention(request):
     """The implementation under test, lesson contract: missing functions skip the test."""
     recorder = _recorder(request)
     if recorder.contract != "lesson":
-        pytest.skip("this implementation follows the SDPA contract; the test asks for `attention`")
+        pytest.skip(f"this implementation follows the {recorder.contract} contract; the test "
+                    "asks for `attention`")
     return proxy.Lesson(recorder.fresh())
 
 
@@ -163,8 +165,19 @@ def sdpa(request):
     """The implementation under test, F.scaled_dot_product_attention's signature."""
     recorder = _recorder(request)
     if recorder.contract != "sdpa":
-        pytest.skip("this implementation follows the lesson contract; the test asks for `sdpa`")
+        pytest.skip(f"this implementation follows the {recorder.contract} contract; the test "
+                    "asks for `sdpa`")
     return proxy.Callable(recorder.fresh())
+
+
+@pytest.fixture
+def varlen(request):
+    """The implementation under test, flash-attention's attn_varlen signature (docs/varlen.md)."""
+    recorder = _recorder(request)
+    if recorder.contract != "varlen":
+        pytest.skip(f"this implementation follows the {recorder.contract} contract; the test "
+                    "asks for `varlen`")
+    return proxy.Varlen(recorder.fresh())
 
 
 Lesson = proxy.Lesson  # what the `attention` fixture hands a test

@@ -25,11 +25,34 @@ GLYPHS = {  # the kill matrix's symbols, read for tests instead of detectors
 
 
 def implementations(contracts, backend):
-    """The matrix rows to grade: reference, bugs by category, decoys, of the contracts asked."""
+    """The matrix rows to grade: reference, bugs by category, decoys, of the contracts asked
+    (the varlen contract's after the others: its reference, zoo/varlen's bugs and decoys)."""
     from attnzoo.matrix.model import rows
 
-    wanted = {"sdpa" if c == "sdpa" else backend for c in contracts}
-    return [r for r in rows() if r.backend in wanted]
+    wanted = {"sdpa" if c == "sdpa" else backend for c in contracts if c != "varlen"}
+    return [r for r in rows() if r.backend in wanted] + (
+        varlen_rows() if "varlen" in contracts else [])
+
+
+def varlen_rows():
+    """The varlen contract's rows, as the matrix's are made (backend "varlen")."""
+    import zoo.varlen
+    from attnzoo.matrix.model import Row
+
+    return [Row("reference", "reference", "varlen", "reference.varlen:attn_varlen")] + [
+        Row("bug", e.id, "varlen", f"{e.module}:{zoo.varlen.ATTRIBUTE}", e.meta.category)
+        for e in zoo.varlen.BUGS] + [
+        Row("decoy", e.id, "varlen", f"{e.module}:{zoo.varlen.ATTRIBUTE}")
+        for e in zoo.varlen.DECOYS]
+
+
+def contract_of(fixtures):
+    """The contract a test is graded under, by the fixture it takes."""
+    return "varlen" if "varlen" in fixtures else "sdpa" if "sdpa" in fixtures else "lesson"
+
+
+def row_contract(backend):
+    return backend if backend in ("sdpa", "varlen") else "lesson"
 
 
 def cell(row, outcome):
@@ -55,17 +78,17 @@ def grade(suite, backend="numpy", jobs=2, test_seconds=runner.TEST_SECONDS, prog
     tests = {t: f for t, f in collected.items() if f}
     if not tests:
         raise runner.SuiteError(
-            f"{inert(suite.path)}: no test uses the `attention` or `sdpa` fixture"
+            f"{inert(suite.path)}: no test uses the `attention`, `sdpa` or `varlen` fixture"
             + (f" ({len(collected)} tests collected)" if collected else "")
             + ": take the implementation under test as a fixture argument")
-    contracts = sorted({"sdpa" if "sdpa" in f else "lesson" for f in tests.values()})
+    contracts = sorted({contract_of(f) for f in tests.values()})
     rows = [r for r in implementations(contracts, backend) if select is None or select(r)]
     runs = [(r, False) for r in rows] + [(r, True) for r in canary.chosen(rows)]
     finished = itertools.count(1)  # next() is atomic under the GIL: rows finish in threads
 
     def one(run):
         row, dressed = run
-        spec = {"locator": row.locator, "contract": "sdpa" if row.backend == "sdpa" else "lesson",
+        spec = {"locator": row.locator, "contract": row_contract(row.backend),
                 "backend": row.backend, "canary": dressed}
         outcomes = runner.run(suite, spec, list(tests), test_seconds, isolation)
         if progress:
@@ -86,12 +109,13 @@ def build(path, backend, tests, results, canaries=()):
     (:mod:`attnzoo.grade.canary`): a test failing on one is a false alarm. Test ids and fixture
     names come from the suite's own process: the document holds them inert."""
     import zoo
+    import zoo.varlen
 
     tests = {inert(t): tuple(inert(f) for f in fixtures) for t, fixtures in tests.items()}
     results = [(row, {inert(t): o for t, o in outcomes.items()}) for row, outcomes in results]
     canaries = [(row, {inert(t): o for t, o in outcomes.items()}) for row, outcomes in canaries]
     names = list(tests)
-    meta = {e.id: e.meta for e in zoo.BUGS}
+    meta = {e.id: e.meta for e in zoo.BUGS + zoo.varlen.BUGS}
     doc_rows, false_alarms = [], []
     for row, outcomes in results:
         cells = {t: cell(row, outcomes.get(t)) for t in names}
@@ -134,7 +158,7 @@ def build(path, backend, tests, results, canaries=()):
         "command": "grade",
         "path": inert(path),
         "backend": backend,
-        "contracts": sorted({"sdpa" if r["backend"] == "sdpa" else "lesson" for r in doc_rows}),
+        "contracts": sorted({row_contract(r["backend"]) for r in doc_rows}),
         "glyphs": {k: {"symbol": s, "meaning": m} for k, (s, m) in GLYPHS.items()},
         "tests": per_test,
         "false_alarms": false_alarms,

@@ -2,7 +2,8 @@
 
 The implementation under test runs in a worker of its own (:mod:`attnzoo.sandbox.relay`); the
 test's process never imports it. The ``sdpa`` fixture is a :class:`Callable`, the ``attention``
-fixture a :class:`Lesson` (its four functions, each a :class:`Function`). Each holds one
+fixture a :class:`Lesson` (its four functions, each a :class:`Function`), the ``varlen`` fixture a
+:class:`Varlen`. Each holds one
 :class:`Connection` and nothing else; every row of the grade gets objects of these same classes,
 with the same ``repr``, so a test that looks at the object, its type, its module, its
 attributes, its closure or what the garbage collector says it refers to learns nothing of which
@@ -25,6 +26,7 @@ import numpy as np
 from attnzoo.sandbox import relay, wire
 
 LESSON = relay.LESSON
+TORCH_ROWS = ("torch", "sdpa", "varlen")  # backends whose calls carry torch's random state
 
 
 class Gone(RuntimeError):
@@ -124,7 +126,7 @@ class Connection:
 
     def _torch_rng(self, header, enc):
         torch = relay._torch()
-        if self._backend in ("torch", "sdpa") and torch is not None:
+        if self._backend in TORCH_ROWS and torch is not None:
             enc.buffers.append(torch.get_rng_state().numpy())
             header["rng"] = len(enc.buffers) - 1
 
@@ -133,7 +135,7 @@ class Connection:
         torch = relay._torch()
         i = reply.get("rng")
         if torch is not None and type(i) is int and 0 <= i < len(got) and \
-                self._backend in ("torch", "sdpa"):
+                self._backend in TORCH_ROWS:
             state = np.frombuffer(got[i], np.uint8)
             if state.size == torch.get_rng_state().numel():
                 torch.set_rng_state(torch.from_numpy(state.copy()))
@@ -309,6 +311,22 @@ class Callable:
 
     def __repr__(self):
         return "<sdpa under test>"
+
+
+class Varlen:
+    """The implementation under test with flash-attention's attn_varlen signature."""
+
+    __slots__ = ("_connection",)
+
+    def __init__(self, connection):
+        self._connection = connection
+
+    def __call__(self, *args, **kwargs):
+        __tracebackhide__ = True
+        return self._connection.call("__call__", args, kwargs)
+
+    def __repr__(self):
+        return "<varlen attention under test>"
 
 
 class Lesson:

@@ -30,8 +30,9 @@ def text(doc, min_caught=0):
     tests = list(doc["tests"])
     name = short_names(tests)
     s = doc["summary"]
-    contracts = " and ".join("SDPA contract" if c == "sdpa" else f"lesson contract on "
-                             f"{doc['backend']}" for c in doc["contracts"])
+    contracts = " and ".join("SDPA contract" if c == "sdpa" else "varlen contract"
+                             if c == "varlen" else f"lesson contract on {doc['backend']}"
+                             for c in doc["contracts"])
     out = [f"grade of {doc['path']}: {s['tests']} tests, {contracts}, "
            f"{s['implementations']} implementations", ""]
     out += false_alarm_lines(doc, name)

@@ -54,7 +54,7 @@ TEST_SECONDS = CALL_SECONDS  # per test: to a grade, one test is one call of the
 START_SECONDS = 60.0  # from the process' start to its first test: imports, torch included
 POLL = 0.05
 TEXT = 6000  # characters of a test's failure text kept, as the grading plugin keeps them
-FIXTURES = ("attention", "sdpa")  # what the grading plugin injects
+FIXTURES = ("attention", "sdpa", "varlen")  # what the grading plugin injects
 OUTCOMES = ("passed", "failed", "error", "skipped", "hung", "died")
 CAUGHT = ("failed", "error", "hung", "died")
 

@@ -12,6 +12,9 @@ are out of reach. The implementation runs in a worker (:mod:`attnzoo.sandbox.wor
 ``{"op": "call", "fn", "args", "kwargs", "drop", ...}`` → ``{"answer", "changed"}`` |
 ``{"raised": {...}}``;
 ``{"op": "backward", "graph", "grads"}`` → ``{"grads"}`` | ``{"raised": {...}}``.
+The implementation is one callable under the ``sdpa`` and ``varlen`` contracts
+(:data:`CALLABLES`; ``attnzoo check --contract varlen`` calls it through the relay too), the
+lesson's functions under ``lesson``.
 
 What a call does to its caller's objects is relayed too, so that a test sees what it would
 see calling the implementation directly: an argument the implementation writes into is
@@ -42,6 +45,7 @@ from attnzoo.sandbox import wire
 
 TEXT = 2000  # characters of an exception's or a warning's message relayed
 LESSON = ("causal_mask", "softmax", "attention", "causal_self_attention")
+CALLABLES = ("sdpa", "varlen")  # contracts whose implementation is one callable
 EXCEPTION_HOMES = ("numpy", "torch")  # modules an exception class may be rebuilt from
 DEPTH = 16  # nesting of tuples, lists and dicts relayed
 
@@ -400,7 +404,7 @@ class Relay:
         self.fresh()
 
     def functions(self):
-        if self.contract == "sdpa":
+        if self.contract in CALLABLES:
             return ["__call__"] if callable(self.impl) else []
         return [f for f in LESSON if callable(getattr(self.impl, f, None))]
 
@@ -511,7 +515,7 @@ class Relay:
         return reply, enc.buffers
 
     def _function(self, name):
-        if self.contract == "sdpa":
+        if self.contract in CALLABLES:
             return self.current
         fn = getattr(self.current, name, None) if name in LESSON else None
         if not callable(fn):  # worded here: Python's own message would name the class
@@ -589,7 +593,8 @@ def _tensors(x):
 
 def serve(sock, header):
     """In the worker: become a relay for the implementation ``header`` names; returns at EOF.
-    The first reply (to the parent) is ``{"relaying": {"functions": [...]}}`` or ``{"bad"}``."""
+    The first reply (to the parent) is ``{"relaying": {"functions": [...], "parameters"}}`` or
+    ``{"bad"}``."""
     from attnzoo.sandbox import lifeline
     from attnzoo.sandbox.target import BadTarget, load
 
@@ -597,7 +602,8 @@ def serve(sock, header):
     try:
         impl = load(str(header.get("locator")))
         relay = Relay(impl, header.get("contract"), header.get("canary") is True)
-        wire.send(sock, {"relaying": {"functions": relay.functions()}})
+        wire.send(sock, {"relaying": {"functions": relay.functions(),
+                                      "parameters": parameters(impl)}})
     except BadTarget as e:
         wire.send(sock, {"bad": str(e)})
         return
@@ -615,6 +621,19 @@ def serve(sock, header):
             wire.send(sock, reply, out)
         except OSError:
             return
+
+
+def parameters(impl):
+    """The callable's parameters as (name, kind) pairs, kind as inspect names it, or None when
+    its signature cannot be read (a builtin): what a caller checks the contract's keywords
+    against before it calls."""
+    import inspect
+
+    try:
+        found = inspect.signature(impl).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    return [[p.name, p.kind.name] for p in found]
 
 
 def pair():

@@ -1,0 +1,334 @@
+"""``attnzoo check --contract varlen``, its API, its pytest items and the grade's `varlen` fixture.
+
+The kernel runs in a confined worker and the varlen detectors in attnzoo's process, calling it
+through the relay: bugs of zoo/varlen are flagged by the detectors their metadata names, the
+reference and the decoys come out conformant at every dtype, a hang, a crash, a raise and a file
+write are verdicts that leave nothing running, and bad input is one line with exit 2. Most runs
+choose a few detectors (``--only``) or one dtype to keep the file fast; the reference, the
+decoys and one bug are checked in full.
+"""
+
+import json
+import os
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+from test_cli import PYTHON, REPO, one_error_line, only
+from test_cli import attnzoo as in_process
+from test_isolation import Run, strict_only
+
+import detectors
+import zoo.varlen as varlen_zoo
+from attnzoo import api
+
+pytest_plugins = ["pytester"]
+
+HERE = "tests/targets/varlen"
+CHECK = (PYTHON, "-m", "attnzoo")  # this tree's attnzoo, whatever is installed
+NAMES = [d.NAME for d in detectors.varlen_detectors()]
+BUGS = {e.id: e for e in varlen_zoo.BUGS}
+
+
+def locator(entry):
+    return f"{entry.path.relative_to(REPO)}:{varlen_zoo.ATTRIBUTE}"
+
+
+def check(tmp_path, *args, timeout=300):
+    """``attnzoo check --contract varlen ARGS --json`` in a session of its own; (process,
+    document, the Run whose mark and TMPDIR it had): for the runs whose leftovers are checked."""
+    run = Run(tmp_path)
+    p, doc = run.check(*args, "--contract", "varlen", command=CHECK, timeout=timeout)
+    return p, doc, run
+
+
+def quick(*args):
+    """The same in this process (no interpreter to start): (what it left, the document)."""
+    done = in_process("check", *args, "--contract", "varlen", "--json")
+    return done, json.loads(done.stdout) if done.stdout.strip() else None
+
+
+def verdicts(doc):
+    return {f["detector"]: f["verdict"] for f in doc["implementations"][0]["findings"]}
+
+
+def flagged(doc):
+    return {n for n, v in verdicts(doc).items() if v in ("killed", "nan", "crashed", "hung")}
+
+
+# -- verdicts on the zoo ------------------------------------------------------------------------
+
+
+CLEAN = [("reference", "reference/varlen.py:attn_varlen")] + [
+    (e.id, locator(e)) for e in varlen_zoo.DECOYS]
+
+
+@pytest.mark.parametrize("name,where", CLEAN, ids=[n for n, _ in CLEAN])
+def test_the_reference_and_the_decoys_are_conformant_at_every_dtype(name, where):
+    p, doc = quick(where)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert set(verdicts(doc)) == set(NAMES) and set(verdicts(doc).values()) == {"survived"}
+    assert doc["implementations"][0]["target"]["dtypes"] == ["float64", "float32", "float16",
+                                                             "bfloat16"]
+    assert doc["summary"]["conformant"] and doc["exit_code"] == 0
+
+
+# one bug of each style (a per-sequence loop, paged tiles, a split-KV merge), with a detector
+# its metadata does not name beside those it does
+SAMPLE = ("varlen-causal-top-left", "varlen-page-position-from-physical-block",
+          "varlen-split-kv-reads-padded-length", "varlen-window-one-key-too-wide")
+
+
+@pytest.mark.parametrize("bug", SAMPLE)
+def test_a_bug_is_flagged_by_exactly_the_detectors_its_metadata_names(bug):
+    entry = BUGS[bug]
+    other = next(n for n in NAMES if n not in entry.meta.caught_by)
+    p, doc = quick(locator(entry), *only(*entry.meta.caught_by, other),
+                      "--dtype", "float64")
+    assert p.returncode == 1
+    assert flagged(doc) == set(entry.meta.caught_by)
+    assert verdicts(doc)[other] == "survived"
+    assert not doc["summary"]["conformant"]
+
+
+def test_a_full_run_of_a_bug_in_text():
+    """Without --json: the isolation line, one line per detector, the failing case under each
+    flagged one, the summary."""
+    entry = BUGS["varlen-causal-top-left"]
+    p = in_process("check", locator(entry), "--contract", "varlen", "--dtype", "float64")
+    assert p.returncode == 1
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("isolation: ")
+    assert "varlen contract, causal alignment bottom-right" in lines[1]
+    assert sum(ln.startswith("  FLAGGED ") for ln in lines) == len(entry.meta.caught_by)
+    assert sum(ln.startswith("  ok ") for ln in lines) == len(NAMES) - len(entry.meta.caught_by)
+    assert "the causal mask follows top-left; the target declares bottom-right" in p.stdout
+    assert lines[-1].startswith("summary: ") and lines[-1].endswith("NOT conformant")
+
+
+def test_a_declared_top_left_kernel_is_judged_top_left():
+    entry = BUGS["varlen-causal-top-left"]
+    p, doc = quick(locator(entry), "--causal-alignment", "top-left", "--dtype",
+                      "float32", *only(*entry.meta.caught_by))
+    assert p.returncode == 0, doc
+    assert doc["implementations"][0]["target"]["causal_alignment"] == "top-left"
+
+
+def test_exitfirst_stops_at_the_first_flag():
+    entry = BUGS["varlen-causal-top-left"]
+    p, doc = quick(locator(entry), "-x", "--dtype", "float64",
+                      *only("matches_reference", "padding_is_never_read"))
+    assert p.returncode == 1
+    assert verdicts(doc) == {"matches_reference": "killed"}
+    assert doc["implementations"][0]["not_run"] == ["padding_is_never_read"]
+    assert doc["stopped"] == "first flag"
+
+
+def test_a_deadline_leaves_a_partial_report_and_exit_4():
+    p, doc = quick("reference/varlen.py:attn_varlen", "--deadline", "1")
+    assert p.returncode == 4 and doc["stopped"] == "deadline"
+    impl = doc["implementations"][0]
+    assert impl["not_run"] and len(impl["findings"]) + len(impl["not_run"]) == len(NAMES)
+    assert not doc["summary"]["conformant"]
+
+
+# -- what the kernel does to the run ------------------------------------------------------------
+
+
+def test_a_hang_is_a_verdict_and_the_worker_is_killed(tmp_path):
+    p, doc, run = check(tmp_path, f"{HERE}/hangs.py:attn", "--timeout", "1", "--dtype",
+                        "float64", *only("window_is_a_key_slice", "causal_diagonal_convention"))
+    assert p.returncode == 1
+    assert verdicts(doc) == {"window_is_a_key_slice": "hung",
+                             "causal_diagonal_convention": "survived"}
+    message = doc["implementations"][0]["findings"][0]["message"]
+    assert "no answer within 1 s during" in message and "--timeout" in message
+    assert run.left() == []
+
+
+def test_a_crash_is_a_verdict_and_the_next_detector_gets_a_new_worker(tmp_path):
+    p, doc, run = check(tmp_path, f"{HERE}/segfaults.py:attn", "--dtype", "float64",
+                        *only("matches_reference", "causal_diagonal_convention",
+                              "page_placement_invariance"))
+    assert p.returncode == 1
+    assert verdicts(doc) == {"matches_reference": "crashed",
+                             "causal_diagonal_convention": "survived",
+                             "page_placement_invariance": "crashed"}
+    assert "killed by SIGSEGV" in doc["implementations"][0]["findings"][0]["message"]
+    assert run.left() == []
+
+
+@pytest.mark.parametrize("fn,verdict,said", [
+    ("raises", "crashed", "raised ValueError: \\x1b[31mno varlen here"),
+    ("exits", "crashed", "sys.exit(3)"),
+    ("wrong_dtype", "killed", "out is torch.float32, the input is torch.float64"),
+    ("a_string", "killed", "out should be a tensor"),
+])
+def test_a_raise_or_a_lie_is_a_verdict_its_text_inert(fn, verdict, said):
+    p, doc = quick(f"{HERE}/lies.py:{fn}", "--dtype", "float64",
+                      *only("matches_reference"))
+    assert p.returncode == 1
+    assert verdicts(doc) == {"matches_reference": verdict}
+    message = doc["implementations"][0]["findings"][0]["message"]
+    assert said in message and "\x1b" not in p.stdout
+
+
+@strict_only
+def test_a_file_writing_kernel_writes_nothing_outside_and_leaves_nothing(tmp_path):
+    p, doc, run = check(tmp_path, f"{HERE}/writes_outside.py:attn", "--dtype", "float64",
+                        *only("matches_reference"))
+    assert p.returncode == 1
+    assert verdicts(doc) == {"matches_reference": "crashed"}
+    assert "PermissionError" in doc["implementations"][0]["findings"][0]["message"]
+    home = Path(os.path.expanduser("~"))
+    assert not (home / f".varlen_{run.mark}").exists()
+    assert doc["isolation"]["level"] == "strict"
+    assert run.left() == []  # its child and its scratch are gone
+
+
+# -- bad input ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args,said", [
+    ([f"{HERE}/lies.py:no_lse"], "signature lacks return_lse"),
+    ([f"{HERE}/lies.py:sdpa_signature"], "signature lacks cu_seqlens_q"),
+    ([f"{HERE}/lies.py:NOT_CALLABLE"], "is not callable"),
+    ([f"{HERE}/lies.py:nothing"], "has no attribute 'nothing'"),
+    ([f"{HERE}/missing.py:attn"], "no such file"),
+    (["reference/varlen.py:attn_varlen", "--only", "causality"], "unknown varlen detector"),
+    (["reference/varlen.py:attn_varlen", "--backend", "torch"], "--backend"),
+    (["reference/varlen.py:attn_varlen", "--mask-convention", "drop"], "--mask-convention"),
+    (["reference/varlen.py:attn_varlen", "--budget", "10"], "--budget"),
+    (["reference/varlen.py:attn_varlen", "--unsupported", "gqa"], "--unsupported"),
+    (["reference/varlen.py:attn_varlen", "--timeout", "0"], "--timeout must be"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, said):
+    p = in_process("check", *args, "--contract", "varlen")
+    one_error_line(p)
+    assert said in p.stderr
+
+
+def test_contract_names_a_contract_check_knows():
+    p = in_process("check", "reference/varlen.py:attn_varlen", "--contract", "flash")
+    one_error_line(p)
+    assert "--contract" in p.stderr
+
+
+# -- the API --------------------------------------------------------------------------------------
+
+
+def test_the_api_returns_the_verdicts_the_command_line_prints():
+    entry = BUGS["varlen-window-zero-means-unbounded"]
+    chosen = [*entry.meta.caught_by, "causal_diagonal_convention"]
+    p, doc = quick(locator(entry), "--dtype", "float64", *only(*chosen))
+    report = api.check(str(REPO / locator(entry)), contract="varlen", dtype="float64",
+                       only=chosen)
+    assert {f.detector: f.verdict for f in report.findings} == verdicts(doc)
+    assert report.exit_code == 1 == p.returncode and not report.conformant
+    assert report.to_json()["contract"] == "varlen"
+    assert "NOT conformant" in report.text()
+
+
+def test_the_api_checks_a_function_and_refuses_what_varlen_does_not_take():
+    source = textwrap.dedent("""
+        from reference.varlen import attn_varlen
+
+        def mine(q, k, v, cu_seqlens_q, cu_seqlens_k=None, **kw):
+            return attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, **kw)
+    """)
+    report = api.check(source, contract="varlen", only="matches_reference")
+    assert report.conformant and report.exit_code == 0
+    assert [(f.detector, f.verdict) for f in report.findings] == [("matches_reference",
+                                                                   "survived")]
+    for bad, said in ((dict(depth="deep"), "depth"), (dict(backend="numpy"), "backend"),
+                      (dict(only="causality"), "unknown varlen detector"),
+                      (dict(causal_alignment="middle"), "causal_alignment")):
+        with pytest.raises(api.BadInput, match=said):
+            api.check(source, contract="varlen", **bad)
+
+
+# -- the pytest plugin ---------------------------------------------------------------------------
+
+
+def test_the_plugin_runs_the_varlen_detectors_as_items(pytester):
+    entry = BUGS["varlen-causal-top-left"]
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--attnzoo-contract", "varlen", "--attnzoo-dtype", "float64",
+        "--attnzoo-target", str(REPO / locator(entry)),
+        "--attnzoo-target", str(REPO / "reference/varlen.py:attn_varlen"),
+        "--attnzoo-only", "causal_diagonal_convention", "--attnzoo-only", "lse_matches_output",
+        "-q", timeout=300)
+    result.assert_outcomes(failed=1, passed=3)
+    out = result.stdout.str()
+    assert "FAILED varlen/causal_diagonal_convention[" in out and "causal_top_left.py" in out
+    assert "the causal mask follows top-left; the target declares bottom-right" in out
+
+
+def test_the_plugin_refuses_a_kernel_without_the_signature(pytester):
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--attnzoo-contract", "varlen",
+        "--attnzoo-target", str(REPO / HERE / "lies.py:sdpa_signature"), timeout=120)
+    assert result.ret == 4  # pytest's usage error
+    assert "signature lacks cu_seqlens_q" in result.stderr.str()
+
+
+# -- grade: the `varlen` fixture ------------------------------------------------------------------
+
+
+def test_the_example_varlen_suite_is_graded_without_false_alarms():
+    from attnzoo.grade import model
+    from attnzoo.grade.run import Suite
+
+    suite = REPO / "tests/targets/grade/varlen_suite.py"
+    wanted = {"reference", "varlen-causal-top-left", "varlen-softcap-after-mask",
+              "varlen-alibi-sign-reversed", "varlen-page-position-from-physical-block"} | {
+        e.id for e in varlen_zoo.DECOYS}
+    doc = model.grade(Suite(suite), select=lambda r: r.id in wanted)
+    assert doc["contracts"] == ["varlen"]
+    assert {r["id"] for r in doc["rows"]} == wanted
+    assert doc["false_alarms"] == []
+    caught = {b["id"]: b["caught_by"] for b in doc["bugs"]}
+    short = {k: [t.rsplit("::", 1)[1] for t in v] for k, v in caught.items()}
+    assert "test_causal_prefill_and_decode_align_bottom_right" in short["varlen-causal-top-left"]
+    assert short["varlen-softcap-after-mask"] == ["test_softcap_bends_large_scores"]
+    assert short["varlen-page-position-from-physical-block"] == [
+        "test_a_paged_cache_equals_the_packed_keys"]
+    assert short["varlen-alibi-sign-reversed"] == []  # no test of this suite uses ALiBi
+    assert doc["summary"]["canaries"] == 0
+
+
+def test_the_varlen_fixture_skips_under_another_contract(tmp_path):
+    """A suite mixing contracts: each test runs on its own contract's rows only."""
+    from attnzoo.grade import model
+    from attnzoo.grade.run import Suite
+
+    suite = tmp_path / "test_mixed.py"
+    suite.write_text(textwrap.dedent("""
+        import torch
+
+        def test_sdpa_shape(sdpa):
+            q = torch.randn(1, 1, 2, 4, dtype=torch.float64)
+            assert sdpa(q, q, q).shape == q.shape
+
+        def test_varlen_shape(varlen):
+            q = torch.randn(3, 1, 4, dtype=torch.float64)
+            cu = torch.tensor([0, 3], dtype=torch.int32)
+            assert varlen(q, q, q, cu, cu, max_seqlen_q=3, max_seqlen_k=3).shape == q.shape
+    """))
+    doc = model.grade(Suite(suite), select=lambda r: r.kind == "reference")
+    assert doc["contracts"] == ["sdpa", "varlen"]
+    cells = {r["backend"]: {t.rsplit("::", 1)[1]: c["cell"] for t, c in r["cells"].items()}
+             for r in doc["rows"]}
+    assert cells == {"sdpa": {"test_sdpa_shape": "pass", "test_varlen_shape": "na"},
+                     "varlen": {"test_sdpa_shape": "na", "test_varlen_shape": "pass"}}
+
+
+def test_the_grade_command_takes_a_varlen_suite(tmp_path):
+    p = subprocess.run([*CHECK, "grade", "tests/targets/grade/varlen_suite.py", "--json",
+                        "--reveal"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert doc["summary"]["false_alarms"] == 0
+    assert doc["summary"]["bugs"] == len(varlen_zoo.BUGS)
+    assert doc["summary"]["caught"] >= 12
