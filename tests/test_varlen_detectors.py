@@ -29,9 +29,11 @@ def caught(fn, alignment="bottom-right", dtypes=("float64", "float32")):
 
 
 def test_the_zoo_and_the_suite_are_big_enough():
-    assert len(BUGS) >= 12 and len(varlen_zoo.DECOYS) >= 3 and len(DETECTORS) >= 11
+    assert len(BUGS) >= 24 and len(varlen_zoo.DECOYS) >= 4 and len(DETECTORS) >= 13
     styles = {type(varlen_zoo.implementation(e)).__mro__[1].__name__ for e in BUGS}
-    assert styles == {"SequenceLoop", "PagedTiles", "SplitKV"}
+    assert styles == {"SequenceLoop", "PagedTiles", "SplitKV", "RecomputingBackward"}
+    backward = [e for e in BUGS if e.meta.caught_by == ("gradients_match_reference",)]
+    assert len(backward) >= 2
 
 
 def test_the_sdpa_suite_and_zoo_do_not_see_the_varlen_ones():
@@ -125,6 +127,9 @@ BREAKERS = {
     "gqa_with_every_feature": calling(heads_reversed),
     "rows_without_keys_are_zero": with_lse(lambda o, l, q, k, v, kw: (
         torch.where(torch.isneginf(l).T[..., None], torch.nan, o), l)),
+    # the forward unchanged, every gradient 1% too large
+    "gradients_match_reference": with_lse(lambda o, l, q, k, v, kw: (
+        o + 0.01 * (o - o.detach()), l)),
 }
 
 
@@ -136,6 +141,42 @@ def test_every_detector_has_a_breaker():
 def test_each_detector_fails_on_a_breaking_of_its_property(name):
     message = varlen.check(DETECTORS[name], varlen.Target(BREAKERS[name], name))
     assert message and message.startswith("float64: "), message
+
+
+def test_gradients_are_not_applicable_without_autograd():
+    """A target whose output does not require grad offers no backward: n/a, not a pass."""
+    def no_autograd(*args, **kw):
+        with torch.no_grad():
+            return attn_varlen(*args, **kw)
+    detector = DETECTORS["gradients_match_reference"]
+    outcome, why = varlen.verdict(detector, varlen.Target(no_autograd))
+    assert outcome == "n/a" and "does not require grad" in why
+    assert varlen.verdict(detector, varlen.Target(attn_varlen)) == ("pass", None)
+
+
+def test_padding_and_unused_pages_get_zero_gradient():
+    """The reference the gradients are judged by gives padding exactly zero gradient, and a
+    backward that leaks gradient into an unused page is a finding."""
+    case = varlen.battery(0)[8]  # paged in order, keys below allocated, spare pages
+    leaves = [x.clone().requires_grad_(True) for x in (case.q, case.k, case.v)]
+    out = attn_varlen(*leaves, **case.args)
+    dk = torch.autograd.grad(out, leaves[1], torch.randn_like(out))[0]
+    unused = varlen.poisoned(case).k.isnan()
+    assert unused.any() and (dk[unused] == 0).all() and (dk[~unused] != 0).any()
+
+    class Leak(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, k):
+            return k.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g + 1e-3  # every slot of every page, padding too
+
+    def leaking(q, k, v, *args, **kw):
+        return attn_varlen(q, Leak.apply(k), v, *args, **kw)
+    message = varlen.check(DETECTORS["gradients_match_reference"], varlen.Target(leaking))
+    assert message and "dk" in message
 
 
 def test_the_padding_detector_sees_a_written_input():

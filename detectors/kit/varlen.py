@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
+from detectors.kit.verdict import NotApplicable
 from reference.varlen import attend, attn_varlen, key_counts, keys_of, spans
 
 ALIGNMENTS = ("bottom-right", "top-left")  # V3: bottom-right is the contract's default
@@ -442,15 +443,16 @@ class Subject:
     def expected(self, case):
         return reference(case, self.alignment)
 
-    def tolerance(self, want):
+    def tolerance(self, want, slack=1):
         finite = want[torch.isfinite(want)]
         top = float(finite.abs().max()) if finite.numel() else 1.0
-        return TOLERANCE[self.dtype] * max(1.0, top)
+        return TOLERANCE[self.dtype] * max(1.0, top) * slack
 
     def same(self, got, want, case, what="out", relation="should equal the reference",
-             rows=None):
+             rows=None, tolerance=1):
         """Equal within the dtype's tolerance, -inf where the other is -inf, no NaN; ``rows``
-        restricts the comparison to those token rows (the first axis of out, the last of lse)."""
+        restricts the comparison to those token rows (the first axis of out, the last of lse);
+        ``tolerance`` multiplies the dtype's tolerance."""
         got, want = got.detach().double().cpu(), want.detach().double().cpu()
         if rows is not None:
             got, want = (got[rows], want[rows]) if what == "out" else (got[:, rows],
@@ -471,7 +473,7 @@ class Subject:
         gap = torch.where(both, (got - want).abs(), torch.zeros_like(got))
         gap = torch.where(torch.isfinite(got) == torch.isfinite(want), gap,
                           torch.full_like(got, math.inf))
-        tol = self.tolerance(want)
+        tol = self.tolerance(want, tolerance)
         if (gap > tol).any():
             at = index(gap > tol)
             raise VarlenMismatch(f"{case.name}: {what}{list(at)} = {got[at].item():.6g}, "
@@ -482,14 +484,24 @@ def index(flags):
     return tuple(int(i) for i in flags.nonzero()[0])
 
 
-def check(detector, target, dtypes=("float64", "float32"), seed=0):
-    """None when the detector's property holds at every dtype, else the first mismatch."""
+def verdict(detector, target, dtypes=("float64", "float32"), seed=0):
+    """("pass", None), ("fail", the first mismatch) or ("n/a", why) over the dtypes: n/a when
+    the property does not apply to the target (a detector raises NotApplicable)."""
     for name in dtypes:
         try:
             detector.check(Subject(target, DTYPES[name], seed))
         except VarlenMismatch as mismatch:
-            return f"{name}: {mismatch}"
-    return None
+            return "fail", f"{name}: {mismatch}"
+        except NotApplicable as why:
+            return "n/a", str(why)
+    return "pass", None
+
+
+def check(detector, target, dtypes=("float64", "float32"), seed=0):
+    """None when the detector's property holds at every dtype (or does not apply to the
+    target, see :func:`verdict`), else the first mismatch."""
+    outcome, message = verdict(detector, target, dtypes, seed)
+    return message if outcome == "fail" else None
 
 
 # -- derived cases: the other side of each metamorphic relation ---------------------------------

@@ -25,6 +25,7 @@ BUG = Bug(
         "decode_matches_prefill",
         "matches_reference",
         "softcap_limit_and_order",
+        "gradients_match_reference",
     ),
 )
 

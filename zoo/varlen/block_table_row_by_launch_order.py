@@ -30,6 +30,7 @@ BUG = Bug(
         "per_sequence_equivalence",
         "softcap_limit_and_order",
         "window_is_a_key_slice",
+        "gradients_match_reference",
     ),
 )
 

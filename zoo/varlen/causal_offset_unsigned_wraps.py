@@ -24,6 +24,7 @@ BUG = Bug(
         "matches_reference",
         "rows_without_keys_are_zero",
         "window_is_a_key_slice",
+        "gradients_match_reference",
     ),
 )
 

@@ -24,6 +24,7 @@ BUG = Bug(
         "rows_without_keys_are_zero",
         "softcap_limit_and_order",
         "window_is_a_key_slice",
+        "gradients_match_reference",
     ),
 )
 
