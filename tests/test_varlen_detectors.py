@@ -6,6 +6,7 @@ that breaks its property and nothing else, and the varlen reference reduces to S
 Outside the classroom run (tests/conftest.py marks it ``app``): run it by path.
 """
 
+import importlib
 import math
 
 import pytest
@@ -21,15 +22,22 @@ DETECTORS = {d.NAME: d for d in detectors.varlen_detectors()}
 BUGS = varlen_zoo.BUGS
 CLEAN = [("reference", attn_varlen)] + [(e.id, varlen_zoo.implementation(e))
                                          for e in varlen_zoo.DECOYS]
+PROBES = {"causal_diagonal_convention", "empty_row_convention", "window_counting_convention"}
 
 
-def caught(fn, alignment="bottom-right", dtypes=("float64", "float32")):
-    target = varlen.Target(fn, "target", alignment)
+def conventions(name):
+    """What a decoy declares (its module's CONVENTIONS), {} for the contract's own."""
+    entry = next((e for e in varlen_zoo.DECOYS if e.id == name), None)
+    return getattr(importlib.import_module(entry.module), "CONVENTIONS", {}) if entry else {}
+
+
+def caught(fn, alignment="bottom-right", dtypes=("float64", "float32"), **declared):
+    target = varlen.Target(fn, "target", alignment, **declared)
     return {name for name, d in DETECTORS.items() if varlen.check(d, target, dtypes)}
 
 
 def test_the_zoo_and_the_suite_are_big_enough():
-    assert len(BUGS) >= 24 and len(varlen_zoo.DECOYS) >= 4 and len(DETECTORS) >= 13
+    assert len(BUGS) >= 24 and len(varlen_zoo.DECOYS) >= 4 and len(DETECTORS) >= 15
     styles = {type(varlen_zoo.implementation(e)).__mro__[1].__name__ for e in BUGS}
     assert styles == {"SequenceLoop", "PagedTiles", "SplitKV", "RecomputingBackward"}
     backward = [e for e in BUGS if e.meta.caught_by == ("gradients_match_reference",)]
@@ -54,7 +62,31 @@ def test_every_bug_is_caught_by_exactly_its_caught_by(entry):
 
 @pytest.mark.parametrize("name,fn", CLEAN, ids=[n for n, _ in CLEAN])
 def test_the_reference_and_the_decoys_pass_every_detector(name, fn):
-    assert caught(fn, dtypes=("float64", "float32", "float16", "bfloat16")) == set()
+    assert caught(fn, dtypes=("float64", "float32", "float16", "bfloat16"),
+                  **conventions(name)) == set()
+
+
+CONVENTION_DECOYS = [e for e in varlen_zoo.DECOYS if conventions(e.id)]
+
+
+@pytest.mark.parametrize("entry", CONVENTION_DECOYS, ids=[e.id for e in CONVENTION_DECOYS])
+def test_a_decoy_of_another_convention_is_named_by_its_probe_when_undeclared(entry):
+    """Declared, it is clean (above); undeclared, its probe names the convention it follows."""
+    (field, value), = conventions(entry.id).items()
+    probe = {"empty_rows": "empty_row_convention",
+             "window_counting": "window_counting_convention"}[field]
+    message = varlen.check(DETECTORS[probe], varlen.Target(varlen_zoo.implementation(entry)))
+    assert f"follow {value};" in message or f"follows {value};" in message, message
+
+
+def test_every_convention_has_a_decoy_and_bad_declarations_are_refused():
+    declared = {(f, v) for e in CONVENTION_DECOYS for f, v in conventions(e.id).items()}
+    assert {("empty_rows", "lse +inf"), ("empty_rows", "unmasked"),
+            ("window_counting", "counts the current token")} <= declared
+    for field in ("empty_rows", "window_counting"):
+        with pytest.raises(ValueError):
+            varlen.Target(attn_varlen, **{field: "sideways"})
+    assert varlen.Target(attn_varlen, "t", "top-left").empty_rows == "zero"
 
 
 def test_a_declared_convention_is_judged_by_it():
@@ -134,7 +166,7 @@ BREAKERS = {
 
 
 def test_every_detector_has_a_breaker():
-    assert set(BREAKERS) | {"causal_diagonal_convention"} == set(DETECTORS)
+    assert set(BREAKERS) | PROBES == set(DETECTORS)
 
 
 @pytest.mark.parametrize("name", sorted(BREAKERS))

@@ -29,6 +29,14 @@ from detectors.kit.verdict import NotApplicable
 from reference.varlen import attend, attn_varlen, key_counts, keys_of, spans
 
 ALIGNMENTS = ("bottom-right", "top-left")  # V3: bottom-right is the contract's default
+# V8: what a row that sees no key returns. "zero": out 0, LSE -inf (the contract, FA3 and FA2's
+# split path); "lse +inf": out 0, LSE +inf (FA2's non-split path); "unmasked": the row attends
+# every key of its sequence instead (HF's _unmask_unattended), 0 and -inf when it has none
+EMPTY_ROWS = ("zero", "lse +inf", "unmasked")
+# V4: how window_size=(wl, wr) counts. "inclusive": d - wl <= j <= d + wr, wl + wr + 1 keys
+# (flash-attention); "counts the current token": each bounded side counts the query's own key,
+# so (W, 0) keeps W keys, as HF/Mistral's sliding_window=W means (W - 1, 0)
+WINDOW_COUNTING = ("inclusive", "counts the current token")
 DTYPES = {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16,
           "bfloat16": torch.bfloat16}
 # absolute tolerance per unit of the largest |value| (and of |LSE|), per dtype
@@ -378,11 +386,23 @@ class Target:
     fn: object
     name: str = "target"
     causal_alignment: str = "bottom-right"
+    empty_rows: str = "zero"
+    window_counting: str = "inclusive"
 
     def __post_init__(self):
-        if self.causal_alignment not in ALIGNMENTS:
-            raise ValueError(f"causal alignment must be one of {ALIGNMENTS}, "
-                             f"not {self.causal_alignment!r}")
+        for what, value, allowed in (("causal alignment", self.causal_alignment, ALIGNMENTS),
+                                     ("empty rows", self.empty_rows, EMPTY_ROWS),
+                                     ("window counting", self.window_counting,
+                                      WINDOW_COUNTING)):
+            if value not in allowed:
+                raise ValueError(f"{what} must be one of {allowed}, not {value!r}")
+
+
+def declared_window(window_size, counting):
+    """The window_size a target of the given counting needs for the contract's (wl, wr)."""
+    if counting == "inclusive":
+        return tuple(window_size)
+    return tuple(w + 1 if w >= 0 else w for w in window_size)
 
 
 def snapshot(case):
@@ -414,12 +434,21 @@ class Subject:
     def case(self, name_part):
         return next(c for c in self.cases() if name_part in c.name)
 
-    def run(self, case, lse=False, inputs_untouched=False):
-        """(out, lse or None) from the target; a raise or a wrong shape is a mismatch."""
+    def run(self, case, lse=False, inputs_untouched=False, raw=False):
+        """(out, lse or None) from the target; a raise or a wrong shape is a mismatch.
+
+        The case is written in the contract's conventions; unless ``raw``, the call is made in
+        the target's declared ones (its window counting) and its empty rows are read back as
+        the contract's (0, LSE -inf), so that a declared convention is judged once, by its
+        probe, and every other detector judges the rest."""
         self.calls.append(case)
         before = snapshot(case) if inputs_untouched else None
+        args = case.args
+        if not raw:
+            args = dict(args, window_size=declared_window(args["window_size"],
+                                                          self.target.window_counting))
         try:
-            got = self.target.fn(case.q, case.k, case.v, **case.args, return_lse=lse)
+            got = self.target.fn(case.q, case.k, case.v, **args, return_lse=lse)
         except Exception as error:  # noqa: BLE001 - any raise on a valid call is a finding
             raise VarlenMismatch(f"{case.name}: raised {type(error).__name__}: {error}") from error
         out, l = got if lse else (got, None)
@@ -438,6 +467,11 @@ class Subject:
             after = snapshot(case)
             if not all(same_bits(a, b) for a, b in zip(before, after)):
                 raise VarlenMismatch(f"{case.name}: the call changed its inputs (V9)")
+        if not raw and self.target.empty_rows != "zero":
+            empty = empty_rows(case, self.alignment)  # (total_q,)
+            out = torch.where(empty[:, None, None], torch.zeros((), dtype=out.dtype), out)
+            if l is not None:
+                l = torch.where(empty[None, :], torch.full((), -math.inf, dtype=l.dtype), l)
         return out, l
 
     def expected(self, case):

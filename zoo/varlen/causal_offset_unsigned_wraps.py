@@ -25,6 +25,7 @@ BUG = Bug(
         "rows_without_keys_are_zero",
         "window_is_a_key_slice",
         "gradients_match_reference",
+        "empty_row_convention",
     ),
 )
 

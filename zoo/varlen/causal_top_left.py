@@ -30,6 +30,8 @@ BUG = Bug(
         "causal_diagonal_convention",
         "rows_without_keys_are_zero",
         "gradients_match_reference",
+        "empty_row_convention",
+        "window_counting_convention",
     ),
 )
 

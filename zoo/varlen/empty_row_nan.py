@@ -26,6 +26,7 @@ BUG = Bug(
         "causal_diagonal_convention",
         "rows_without_keys_are_zero",
         "gradients_match_reference",
+        "empty_row_convention",
     ),
 )
 

@@ -30,6 +30,8 @@ BUG = Bug(
         "padding_is_never_read",
         "causal_diagonal_convention",
         "gradients_match_reference",
+        "empty_row_convention",
+        "window_counting_convention",
     ),
 )
 

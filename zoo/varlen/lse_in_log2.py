@@ -25,6 +25,7 @@ BUG = Bug(
     caught_by=(
         "lse_matches_output",
         "matches_reference",
+        "empty_row_convention",
     ),
 )
 

@@ -22,6 +22,7 @@ BUG = Bug(
         "causal_diagonal_convention",
         "rows_without_keys_are_zero",
         "gradients_match_reference",
+        "empty_row_convention",
     ),
 )
 

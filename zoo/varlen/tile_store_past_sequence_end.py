@@ -28,6 +28,8 @@ BUG = Bug(
         "window_is_a_key_slice",
         "causal_diagonal_convention",
         "gradients_match_reference",
+        "empty_row_convention",
+        "window_counting_convention",
     ),
 )
 
