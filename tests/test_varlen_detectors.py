@@ -250,6 +250,29 @@ def test_the_battery_reaches_every_varlen_value_it_claims():
         assert pair in reached, pair
 
 
+def test_depths_draw_more_and_larger_cases():
+    """quick ⊂ standard ⊂ deep; deep reaches sizes a tile-boundary bug needs; the default is
+    standard, so callers without a depth see the cases they always did."""
+    quick, standard, deep = (varlen.battery(0, d) for d in ("quick", "standard", "deep"))
+    assert {c.name for c in quick} < {c.name for c in standard} < {c.name for c in deep}
+    assert [c.name for c in varlen.Subject(None).cases()] == [c.name for c in standard]
+    extra = deep[len(standard):]
+    assert max(max(c.lens_k) for c in extra) >= 4 * 64 + 1
+    assert {c.k.shape[1] for c in extra if c.paged} >= {16, 256}
+    assert max(c.q.shape[-1] for c in extra) == 256 and max(c.B for c in extra) >= 16
+    with pytest.raises(ValueError):
+        varlen.Subject(None, depth="shallow")
+
+
+def test_the_reference_and_a_tiled_decoy_pass_at_deep():
+    tiles = varlen_zoo.implementation(next(e for e in varlen_zoo.DECOYS
+                                           if e.id == "varlen-paged-tiles"))
+    for fn in (attn_varlen, tiles):
+        target = varlen.Target(fn)
+        assert {n for n, d in DETECTORS.items()
+                if varlen.check(d, target, ("float64",), depth="deep")} == set()
+
+
 def test_poisoning_fills_exactly_the_padding():
     case = varlen.battery(0)[8]  # paged in order, keys below allocated
     poisoned = varlen.poisoned(case)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
+from detectors.kit.depths import DEPTHS
 from detectors.kit.verdict import NotApplicable
 from reference.varlen import attend, attn_varlen, key_counts, keys_of, spans
 
@@ -205,8 +206,82 @@ def space_values(lens_q, lens_k, Hq, Hk, D, Dv, block_size, shuffle, shared, ext
     return out
 
 
-def battery(seed=0):
-    """The float64 cases every detector draws from, seeded; cast with ``Case.to``."""
+def call_values(case, lse):
+    """The values of :data:`reference.space.VARLEN` one call reaches, read from the tensors and
+    keywords it sends (not from how the case was built): what coverage counts."""
+    args = case.args
+    cu = [int(x) for x in args["cu_seqlens_q"]]
+    lens_q = [b - a for a, b in zip(cu, cu[1:])]
+    table, used = args.get("block_table"), args.get("seqused_k")
+    if table is None:
+        cu_k = [int(x) for x in args["cu_seqlens_k"]]
+        allocated = [b - a for a, b in zip(cu_k, cu_k[1:])]
+        size = None
+    else:
+        size = case.k.shape[1]
+        allocated = [table.shape[1] * size] * len(lens_q)  # the capacity, as V2 counts it
+    lens_k = allocated if used is None else [int(n) for n in used]
+    Hq, Hk = case.heads
+    D, Dv = case.q.shape[-1], case.v.shape[-1]
+    slopes = args.get("alibi_slopes")
+    alibi = None if slopes is None else "batch" if slopes.dim() == 2 else "head"
+    out = space_values(lens_q, lens_k, Hq, Hk, D, Dv, size, False, False,
+                       used is not None and lens_k != allocated, case.q.shape[0] > cu[-1],
+                       args["causal"], args["window_size"], args["softcap"], alibi, 1.0)
+    out = {(a, v) for a, v in out if a != "paging" or v in ("packed", "page of 1",
+                                                            "partial last page")}
+    if table is not None:
+        pages = [table[b, :-(-n // size)].tolist() for b, n in enumerate(lens_k)]
+        runs = [p == list(range(p[0], p[0] + len(p))) for p in pages if p]
+        out.add(("paging", "in order" if all(runs) else "permuted"))
+        owners = [blk for p in pages for blk in set(p)]
+        if len(owners) != len(set(owners)):
+            out.add(("paging", "shared"))
+    out.add(("dtype", str(case.q.dtype).removeprefix("torch.")))
+    out.add(("return_lse", "on" if lse else "off"))
+    return frozenset(out)
+
+
+def battery(seed=0, depth="standard"):
+    """The float64 cases every detector draws from, seeded; cast with ``Case.to``. ``quick``
+    is a handful of them, one per family of features; ``standard`` (the default) all below;
+    ``deep`` adds sizes past several 64- and 128-wide tiles, block sizes 16 and 256, D = 256
+    and many sequences."""
+    if depth not in DEPTHS:
+        raise ValueError(f"depth must be one of {DEPTHS}, not {depth!r}")
+    cases = standard(seed)
+    if depth == "quick":
+        return [c for c in cases if c.name in QUICK]
+    return cases + (deep(seed) if depth == "deep" else [])
+
+
+QUICK = ("unequal sequences, one empty, one of one token", "decode against a shuffled paged cache",
+         "chunked prefill, GQA", "paged, block size 3 dividing no length", "left window",
+         "small softcap", "ALiBi per batch row, window", "MQA with every feature")
+
+
+def deep(seed):
+    """The deep tier's cases: long sequences, big pages and heads, many sequences."""
+    s = seed * 1000 + 500
+    rng = np.random.default_rng(s)
+    many = rng.integers(0, 10, 16).tolist()
+    return [
+        build(s + 1, "a sequence of 300 tokens, past several 64 and 128 tiles, causal", (300,),
+              (300,), causal=True, Hq=1, Hk=1, D=4),
+        build(s + 2, "long chunked prefill with a left window, paged in blocks of 16",
+              (40, 1, 70), (200, 33, 70), block_size=16, causal=True, window=(100, -1),
+              Hq=2, Hk=1, D=4),
+        build(s + 3, "one block of 256 keys, ALiBi per head", (3, 2), (300, 20), block_size=256,
+              alibi="head", D=4),
+        build(s + 4, "heads of 256, softcap", (5, 3), (9, 4), D=256, Dv=256, softcap=5.0,
+              q_gain=3.0),
+        build(s + 5, "sixteen sequences, some empty, GQA, guard rows", many,
+              [n + int(rng.integers(0, 4)) for n in many], Hq=4, Hk=2, guard=3, causal=True),
+    ]
+
+
+def standard(seed):
+    """The standard tier's cases."""
     s = seed * 1000
     return [
         build(s + 1, "one sequence", (13,), (13,)),
@@ -417,8 +492,10 @@ def same_bits(a, b):
 class Subject:
     """What a varlen detector works with: the target at one dtype, its cases and its judge."""
 
-    def __init__(self, target, dtype=torch.float64, seed=0):
-        self.target, self.dtype, self.seed = target, dtype, seed
+    def __init__(self, target, dtype=torch.float64, seed=0, depth="standard"):
+        if depth not in DEPTHS:
+            raise ValueError(f"depth must be one of {DEPTHS}, not {depth!r}")
+        self.target, self.dtype, self.seed, self.depth = target, dtype, seed, depth
         self._cases = None
         self.calls = []  # every case sent, for coverage
 
@@ -428,7 +505,7 @@ class Subject:
 
     def cases(self):
         if self._cases is None:
-            self._cases = [c.to(self.dtype) for c in battery(self.seed)]
+            self._cases = [c.to(self.dtype) for c in battery(self.seed, self.depth)]
         return self._cases
 
     def case(self, name_part):
@@ -441,7 +518,7 @@ class Subject:
         the target's declared ones (its window counting) and its empty rows are read back as
         the contract's (0, LSE -inf), so that a declared convention is judged once, by its
         probe, and every other detector judges the rest."""
-        self.calls.append(case)
+        self.calls.append(replace(case, values=call_values(case, lse)))
         before = snapshot(case) if inputs_untouched else None
         args = case.args
         if not raw:
@@ -518,12 +595,12 @@ def index(flags):
     return tuple(int(i) for i in flags.nonzero()[0])
 
 
-def verdict(detector, target, dtypes=("float64", "float32"), seed=0):
+def verdict(detector, target, dtypes=("float64", "float32"), seed=0, depth="standard"):
     """("pass", None), ("fail", the first mismatch) or ("n/a", why) over the dtypes: n/a when
     the property does not apply to the target (a detector raises NotApplicable)."""
     for name in dtypes:
         try:
-            detector.check(Subject(target, DTYPES[name], seed))
+            detector.check(Subject(target, DTYPES[name], seed, depth))
         except VarlenMismatch as mismatch:
             return "fail", f"{name}: {mismatch}"
         except NotApplicable as why:
@@ -531,10 +608,10 @@ def verdict(detector, target, dtypes=("float64", "float32"), seed=0):
     return "pass", None
 
 
-def check(detector, target, dtypes=("float64", "float32"), seed=0):
+def check(detector, target, dtypes=("float64", "float32"), seed=0, depth="standard"):
     """None when the detector's property holds at every dtype (or does not apply to the
     target, see :func:`verdict`), else the first mismatch."""
-    outcome, message = verdict(detector, target, dtypes, seed)
+    outcome, message = verdict(detector, target, dtypes, seed, depth)
     return message if outcome == "fail" else None
 
 
