@@ -70,4 +70,3 @@ def check(subject):
                                             f"the input {tuple(b.shape)}")
             subject.same(a, b, case, name, relation=f"should equal the reference's {name} "
                          f"(upstream gradient {form})", tolerance=GRADIENT_SLACK)
-
