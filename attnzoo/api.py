@@ -26,7 +26,8 @@ KEYWORDS = {"--budget": "budget_s", "--deadline": "deadline_s", "--timeout": "ti
             "--repro-dir": "repro_dir",
             "--memory-limit": "memory_limit", "--scratch-limit": "scratch_limit",
             "--mask-convention": "mask_convention", "--causal-alignment": "causal_alignment",
-            "--empty-rows": "empty_rows", "--backend": "backend", "--dtype": "dtype",
+            "--empty-rows": "empty_rows", "--window-counting": "window_counting",
+            "--backend": "backend", "--dtype": "dtype",
             "--depth": "depth", "--device": "device", "--seed": "seed", "--isolation":
             "isolation", "--unsupported": "unsupported"}
 
@@ -51,6 +52,7 @@ def check(
     mask_convention: str = "keep",
     causal_alignment: str | None = None,
     empty_rows: str = "zero",
+    window_counting: str | None = None,
     unsupported: Iterable[str] | str = (),
     refuses: Iterable[str] = (),
     timeout_s: float | None = None,
@@ -70,9 +72,10 @@ def check(
     module with the lesson's functions, ``backend`` numpy or torch, inferred when None) or
     "varlen" (flash-attention's ``attn_varlen`` signature, ``attnzoo check --contract varlen``,
     docs/varlen.md); None, for a locator only, checks whatever it names as ``attnzoo check``
-    does (a zoo file: each of its implementations). ``depth`` None is quick (varlen: its one
-    tier); ``causal_alignment`` None is the contract's default (top-left for sdpa, bottom-right
-    for varlen). ``budget_s`` is ``--budget``: the most telling cases first, stopping
+    does (a zoo file: each of its implementations). ``depth`` None is quick (varlen: standard,
+    its command line's default); ``causal_alignment`` None is the contract's default (top-left
+    for sdpa, bottom-right for varlen); ``empty_rows`` and ``window_counting`` (varlen only)
+    declare a varlen kernel's conventions as ``--empty-rows`` and ``--window-counting`` do. ``budget_s`` is ``--budget``: the most telling cases first, stopping
     when it is spent (``report.reached`` says what it reached); ``deadline_s`` is ``--deadline``
     (None: the depth's default, 0 none); when either runs out the report is partial and
     ``exit_code`` 4 unless something was flagged. ``exitfirst`` stops at the first flag.
@@ -95,6 +98,7 @@ def check(
                     expect=_path(expect), repro_dir=_path(repro_dir), isolation=isolation,
                     backend=backend, mask_convention=mask_convention,
                     causal_alignment=causal_alignment, empty_rows=empty_rows,
+                    window_counting=window_counting,
                     unsupported=unsupported, refuses=tuple(refuses or ()), timeout=timeout_s,
                     warmup=warmup_s, memory_limit=memory_limit, scratch_limit=scratch_limit,
                     shrink=shrink,

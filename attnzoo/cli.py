@@ -112,8 +112,8 @@ def build_parser():
                        "reason, or one that says a reason is reached.")
     p.add_argument("--depth", action="append", choices=DEPTHS,
                    help="only this depth (repeatable; default all three)")
-    p.add_argument("--contract", action="append", choices=("sdpa", "lesson"),
-                   help="only this contract (repeatable; default both)")
+    p.add_argument("--contract", action="append", choices=("sdpa", "lesson", "varlen"),
+                   help="only this contract (repeatable; default all three)")
     p.add_argument("--seed", type=int, default=0, help="seed of the case battery (default 0)")
     p.add_argument("--json", action="store_true", help="print the coverage as JSON")
     p.add_argument("--output", metavar="PATH", help="also write the JSON here")

@@ -22,10 +22,10 @@ from detectors.kit.battery import Battery
 from detectors.kit.depths import DEPTHS
 from reference.space import BACKWARD, SPACES
 
-# The contracts measured, by the reference row their detectors run on. A contract of the space
-# without one (varlen: no detector sends its calls yet) is not measured; each of its values says
-# so in its gap rather than be counted as reached.
+# The contracts measured through the matrix, by the reference row their detectors run on; the
+# varlen contract's detectors run on its own reference through detectors.kit.varlen.
 ROWS = {"sdpa": "reference-sdpa", "lesson": "reference-numpy"}
+CONTRACTS = (*ROWS, "varlen")
 
 
 class Recorder:
@@ -50,6 +50,8 @@ class Recorder:
 
 def measure(contract, depth, seed=0):
     """``{"axis:value": {"forward": [detectors], "backward": [detectors]}}`` on the reference."""
+    if contract == "varlen":
+        return measure_varlen(depth, seed)
     row = next(r for r in rows(depth) if r.label == ROWS[contract])
     read = sdpa_values if contract == "sdpa" else lesson_values
     reached = {}
@@ -66,7 +68,32 @@ def measure(contract, depth, seed=0):
     return {k: {w: sorted(d) for w, d in ways.items()} for k, ways in reached.items()}
 
 
-def coverage(depths=DEPTHS, seed=0, contracts=tuple(ROWS)):
+def measure_varlen(depth, seed=0):
+    """The varlen detectors on the varlen reference at every dtype: each call's values are
+    read from what it sent (``Case.values`` of ``Subject.calls``); a call whose q requires grad
+    is the gradient detector's and reaches its values through gradients."""
+    from detectors import varlen_detectors
+    from detectors.kit import varlen
+    from detectors.kit.verdict import NotApplicable
+    from reference.varlen import attn_varlen
+
+    reached = {}
+    for detector in varlen_detectors():
+        for dtype in varlen.DTYPES.values():
+            subject = varlen.Subject(varlen.Target(attn_varlen, "reference"), dtype, seed, depth)
+            try:
+                detector.check(subject)
+            except (varlen.VarlenMismatch, NotApplicable):
+                pass  # the reference passes (tests/test_varlen_detectors.py): calls still count
+            for call in subject.calls:
+                way = "backward" if call.q.requires_grad else "forward"
+                for axis, value in call.values:
+                    reached.setdefault(f"{axis}:{value}", {"forward": set(), "backward": set()})[
+                        way].add(detector.NAME)
+    return {k: {w: sorted(d) for w, d in ways.items()} for k, ways in reached.items()}
+
+
+def coverage(depths=DEPTHS, seed=0, contracts=CONTRACTS):
     """``{contract: {depth: measure(...)}}``."""
     return {c: {d: measure(c, d, seed) for d in depths} for c in contracts}
 
@@ -145,7 +172,7 @@ def command(depths, contracts, seed, as_json, output):
     """``attnzoo coverage``: print the table (or JSON), write JSON where ``output`` names, and
     exit 1 when the deep coverage has a gap or a stale reason (one line each on stderr)."""
     depths = tuple(d for d in DEPTHS if d in (depths or DEPTHS))
-    found = coverage(depths, seed, tuple(dict.fromkeys(contracts or tuple(ROWS))))
+    found = coverage(depths, seed, tuple(dict.fromkeys(contracts or CONTRACTS)))
     text = to_json(found, seed)
     if output:
         Path(output).write_text(text, encoding="utf-8")

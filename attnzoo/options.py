@@ -34,6 +34,12 @@ CAUSAL_ALIGNMENTS = ("top-left", "bottom-right")  # of is_causal when L != S
 # what a query row with no allowed key gives: zero weights and output (C5, PyTorch's since 2.5),
 # or weight 1/S on every key and the mean of the values (a large negative fill: JAX, keras)
 EMPTY_ROWS = ("zero", "uniform")
+# the varlen contract's (detectors.kit.varlen.Target), spelt for a command line: a row with no
+# key gives 0 with LSE -inf (V8), LSE +inf (FA2's non-split path), or attends its whole sequence
+# (HF's unmask_unattended); a bounded window side counts only the keys past the query, or the
+# query's own key too (HF's sliding_window)
+VARLEN_EMPTY_ROWS = {"zero": "zero", "lse-inf": "lse +inf", "unmasked": "unmasked"}
+WINDOW_COUNTINGS = {"inclusive": "inclusive", "counts-current-token": "counts the current token"}
 ISOLATIONS = ("strict", "process")  # attnzoo.sandbox.confine's levels
 MEMORY_LIMIT = 8 << 30  # --memory-limit: what one worker may allocate
 SCRATCH_LIMIT = 1 << 30  # --scratch-limit: what it may write into its scratch directory
@@ -50,7 +56,12 @@ HELP = {
     "empty_rows": "what a query row with no allowed key gives: zero = zero weights and a zero "
     "output row (default, PyTorch's since 2.5); uniform = weight 1/S on each of the S keys and "
     "the mean of the values (a large negative fill, as JAX and keras); a callable may declare "
-    "ATTNZOO_EMPTY_ROWS instead",
+    "ATTNZOO_EMPTY_ROWS instead. With --contract varlen: zero = zero output and LSE -inf "
+    "(default); lse-inf = zero output and LSE +inf (FA2's); unmasked = the row attends every key "
+    "of its sequence (HF's)",
+    "window_counting": "--contract varlen: what a bounded side of window_size counts: "
+    "inclusive = that many keys besides the query's own (default, the contract's); "
+    "counts-current-token = the query's own key among them (HF's sliding_window)",
     "unsupported": "what the target does not support, comma-separated from the fixed "
     "vocabulary (attnzoo check --unsupported help lists it): those cases are unsupported, "
     "never scored; a module may declare ATTNZOO_UNSUPPORTED instead",
@@ -103,7 +114,8 @@ class Options:
     backend: str | None = None  # None: inferred from a lesson module, numpy failing that
     mask_convention: str = "keep"
     causal_alignment: str | None = "top-left"  # None: the default, top-left (varlen's differs)
-    empty_rows: str = "zero"  # what a row with no allowed key gives (EMPTY_ROWS)
+    empty_rows: str = "zero"  # what a row with no allowed key gives (EMPTY_ROWS; varlen's too)
+    window_counting: str | None = None  # varlen only (WINDOW_COUNTINGS); None: inclusive
     unsupported: tuple = ()  # declared capabilities (detectors.kit.capabilities.VOCABULARY)
     refuses: tuple = ()  # messages with which the target refuses a call it does not support
     device: str = "cpu"
@@ -131,6 +143,9 @@ class Options:
         """Validated options from raw values (``unsupported`` may be the command line's text,
         ``only`` and ``refuses`` any iterable or None); BadInput names the first bad one."""
         raw = cls(**values)
+        if raw.window_counting is not None:
+            raise BadInput("--window-counting is the varlen contract's: add --contract varlen, "
+                           "or drop it")
         if raw.causal_alignment is None:
             raw = dataclasses.replace(raw, causal_alignment=cls.causal_alignment)
         only = known_detectors(raw.only or ())

@@ -17,16 +17,15 @@ killed, with whatever it started, before the run returns.
 """
 
 import dataclasses
-import inspect
 import os
 import sys
 import time
 
 from attnzoo.grade.proxy import Connection, Gone
 from attnzoo.inert import inert
-from attnzoo.options import BadInput, Options
+from attnzoo.options import VARLEN_EMPTY_ROWS, WINDOW_COUNTINGS, BadInput, Options
 from attnzoo.sandbox import hygiene, session, wire
-from detectors.kit.verdict import CRASHED, ERROR, HUNG, KILLED, SURVIVED
+from detectors.kit.verdict import CRASHED, ERROR, HUNG, KILLED, NA, SURVIVED, NotApplicable
 
 CONTRACT = "varlen"
 DEFAULT_ALIGNMENT = "bottom-right"  # V3: the contract's diagonal
@@ -41,8 +40,6 @@ SIGNATURE = ("attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k=None, *, max_seqle
 NOT_TAKEN = (
     ("backend", None, "--backend is the lesson contract's; varlen targets take torch tensors"),
     ("mask_convention", "keep", "--mask-convention is SDPA's; varlen has no mask argument"),
-    ("empty_rows", "zero", "--empty-rows is SDPA's; the varlen contract's empty rows are 0 "
-     "with LSE -inf (V8)"),
     ("unsupported", (), "--unsupported is SDPA's vocabulary"),
     ("refuses", (), "--refuses is SDPA's"),
     ("expect", None, "--expect reads SDPA detectors' expectations"),
@@ -110,13 +107,6 @@ def detectors_named(only):
     return [found[n] for n in dict.fromkeys(only)] if only else list(found.values())
 
 
-def takes_depth():
-    """Whether the varlen harness has tiers (a ``depth`` its Subject takes)."""
-    from detectors.kit.varlen import Subject
-
-    return "depth" in inspect.signature(Subject).parameters
-
-
 def options(**values):
     """Options for a varlen check, and the detectors chosen: ``values`` as
     :meth:`Options.build` takes them; what varlen has no use for is BadInput, one line."""
@@ -127,14 +117,28 @@ def options(**values):
             raise BadInput(f"{why}: drop it for --contract varlen")
     if values.get("depth") is None:
         values.pop("depth", None)
-    depth = values.get("depth")
-    if depth not in (None, Options.depth) and not takes_depth():
-        raise BadInput(f"--depth {depth}: the varlen harness has one tier so far: drop --depth")
+    empty_rows = convention("--empty-rows", values.pop("empty_rows", None), VARLEN_EMPTY_ROWS)
+    counting = convention("--window-counting", values.pop("window_counting", None),
+                          WINDOW_COUNTINGS)
     chosen = detectors_named(values.pop("only", None) or ())
     if values.get("causal_alignment") is None:
         values["causal_alignment"] = DEFAULT_ALIGNMENT
     built = Options.build(**values)
-    return dataclasses.replace(built, only=tuple(d.NAME for d in chosen)), chosen
+    return dataclasses.replace(built, only=tuple(d.NAME for d in chosen), empty_rows=empty_rows,
+                               window_counting=counting), chosen
+
+
+def convention(option, value, spellings):
+    """The harness's name (detectors.kit.varlen.Target) of a declared convention, given in the
+    command line's spelling or the harness's own; None is the contract's (the first)."""
+    if value is None:
+        return next(iter(spellings.values()))
+    if value in spellings.values():
+        return value
+    if value not in spellings:
+        raise BadInput(f"{option} must be one of {', '.join(spellings)} for --contract varlen, "
+                       f"not {value!r}")
+    return spellings[value]
 
 
 def from_args(args):
@@ -343,6 +347,7 @@ def run(locator, options, chosen, *, name=None, progress=None):
         INCOMPLETE if not_run and stopped == session.DEADLINE else 0
     target = {"name": name or locator, "locator": locator, "contract": CONTRACT,
               "backend": "torch", "causal_alignment": options.causal_alignment,
+              "empty_rows": options.empty_rows, "window_counting": options.window_counting,
               "device": "cpu", "dtype": options.dtype, "dtypes": list(dtypes(options)),
               "seed": options.seed}
     return {
@@ -350,7 +355,7 @@ def run(locator, options, chosen, *, name=None, progress=None):
         "command": "check",
         "contract": CONTRACT,
         "target": locator,
-        "depth": options.depth if takes_depth() else None,
+        "depth": options.depth,
         "deadline": options.deadline or None,
         "budget": None,
         "stopped": stopped,
@@ -388,9 +393,9 @@ def one(detector, worker, options, name, on_call=None):
     from detectors.kit import varlen
 
     proxy = _callable(worker.connection, on_call)
-    target = varlen.Target(fn=proxy, name=name, causal_alignment=options.causal_alignment)
+    target = varlen.Target(fn=proxy, name=name, causal_alignment=options.causal_alignment,
+                           empty_rows=options.empty_rows, window_counting=options.window_counting)
     began, calls, impl = time.perf_counter(), 0, worker.impl_seconds
-    extra = {"depth": options.depth} if takes_depth() else {}
 
     def done(verdict, message="", dtype="", case="", lost=False):
         return Finding(detector.NAME, verdict, inert(message, lines=True), dtype, inert(case),
@@ -398,7 +403,7 @@ def one(detector, worker, options, name, on_call=None):
                        lost=lost)
 
     for dtype in dtypes(options):
-        subject = varlen.Subject(target, varlen.DTYPES[dtype], options.seed, **extra)
+        subject = varlen.Subject(target, varlen.DTYPES[dtype], options.seed, options.depth)
         try:
             worker.connection.fresh()  # a new instance of a callable object's class
             detector.check(subject)
@@ -408,6 +413,13 @@ def one(detector, worker, options, name, on_call=None):
                 return None
             case = subject.calls[-1].name if subject.calls else ""
             return done(lost.verdict, f"{dtype}: {case}: {lost.message}", dtype, case, True)
+        except NotApplicable as why:  # the property needs what the kernel lacks (autograd)
+            calls += len(subject.calls)
+            return done(NA, f"{dtype}: {why}", dtype)
+        except Gone as gone:  # the worker died answering a backward
+            calls += len(subject.calls)
+            case = subject.calls[-1].name if subject.calls else ""
+            return done(CRASHED, f"{dtype}: {case}: {gone}", dtype, case, True)
         except varlen.VarlenMismatch as mismatch:
             calls += len(subject.calls)
             case = subject.calls[-1].name if subject.calls else ""
@@ -458,7 +470,8 @@ def text(document, chosen, verbose=False):
     t, s = impl["target"], impl["summary"]
     lines = [session.isolation_words(_Shown(document["isolation"])),
              f"{t['name']}: varlen contract, causal alignment {t['causal_alignment']}, "
-             f"{', '.join(t['dtypes'])}, seed {t['seed']}"]
+             f"empty rows {t['empty_rows']}, window counting {t['window_counting']}, "
+             f"{', '.join(t['dtypes'])}, depth {document['depth']}, seed {t['seed']}"]
     width = max((len(f["detector"]) for f in impl["findings"]), default=0)
     for f in impl["findings"]:
         lines.append(f"  {WORDS[f['verdict']]:<7} {f['detector']:<{width}}  "

@@ -170,71 +170,73 @@ LESSON = (
 )
 
 
-def _untested(name, clause, about, *values):
-    """An axis of the varlen space. Nothing sends a varlen call yet, so no value is reached,
-    and each says so rather than claim coverage."""
-    why = "no varlen detector yet: nothing sends this contract's calls"
-    return Axis(name, clause, about, tuple(Value(v, what, gap=why) for v, what in values))
+def _varlen(name, clause, about, *values):
+    """An axis of the varlen space; a value is ``(name, what)``, or ``(name, what, reasons)``
+    with the reasons (``gap``, ``no_gradient``) nothing reaches it."""
+    return Axis(name, clause, about, tuple(Value(v[0], v[1], **(v[2] if len(v) > 2 else {}))
+                                           for v in values))
 
 
 VARLEN = (
-    _untested("sequences", "V1", "how many sequences are packed, and which",
+    _varlen("sequences", "V1", "how many sequences are packed, and which",
         ("1", "one sequence: the dense contract, packed"),
         ("several", "several sequences of unequal lengths: offsets must not leak across them"),
         ("empty", "a sequence with no tokens: two equal cu_seqlens entries"),
         ("one token", "a sequence of one query and one key")),
-    _untested("lengths", "V3", "a sequence's query count sq against its key count sk",
+    _varlen("lengths", "V3", "a sequence's query count sq against its key count sk",
         ("sq<sk", "fewer queries than keys: decode (sq = 1) and chunked prefill"),
         ("sq=sk", "as many queries as keys: prefill"),
         ("sq>sk", "more queries than keys: the first rows see no key under causal"),
         ("sk=0", "queries and no key: every row empty")),
-    _untested("paging", "V2", "where the keys lie",
+    _varlen("paging", "V2", "where the keys lie",
         ("packed", "no block table: keys packed like the queries"),
         ("in order", "paged, blocks in the order of the sequence"),
         ("permuted", "paged, blocks in a shuffled physical order"),
         ("shared", "one physical block in two sequences' tables (a shared prefix)"),
         ("page of 1", "a block size of one key"),
         ("partial last page", "the last block of a sequence only partly used")),
-    _untested("seqused_k", "V2", "keys used out of those allocated",
+    _varlen("seqused_k", "V2", "keys used out of those allocated",
         ("none", "every allocated key used"),
         ("below allocated", "fewer keys used than allocated: the rest must not be read"),
         ("0", "no key used")),
-    _untested("window", "V4", "window_size (wl, wr)",
+    _varlen("window", "V4", "window_size (wl, wr)",
         ("none", "(-1, -1): unbounded both sides"),
         ("left", "(wl, -1): a left window only (HF's sliding_window W is (W-1, 0))"),
         ("right", "(-1, wr): a right window only"),
         ("both", "(wl, wr): bounded both sides"),
         ("wider than sequence", "a window that hides no key: the off-by-one bugs do not show"),
         ("0", "(0, 0): only the key on the diagonal")),
-    _untested("softcap", "V5", "softcap",
+    _varlen("softcap", "V5", "softcap",
         ("0", "no cap"),
         ("small", "a cap the scores reach: tanh bends them"),
         ("far above", "a cap far above every score: nearly the identity")),
-    _untested("alibi", "V6", "alibi_slopes",
+    _varlen("alibi", "V6", "alibi_slopes",
         ("none", "no bias"),
         ("per head", "slopes (Hq,)"),
         ("per batch and head", "slopes (B, Hq): a sequence must use its own row")),
-    _untested("gqa", "V7", "query heads per key/value head",
+    _varlen("gqa", "V7", "query heads per key/value head",
         ("off", "Hq = Hk"),
         ("g=2", "two query heads per key/value head"),
         ("mqa", "one key/value head for every query head")),
-    _untested("head sizes", "V5", "D and Dv",
+    _varlen("head sizes", "V5", "D and Dv",
         ("Dv=D", "the value head as wide as the query's"),
         ("Dv!=D", "a value head of another width"),
         (">128", "a head wider than 128 (kernels specialise at 64, 128 and 256)")),
-    _untested("dtype", "V11", "the inputs' floating-point format",
+    _varlen("dtype", "V11", "the inputs' floating-point format",
         *((d, f"{d} inputs") for d in ("float64", "float32", "float16", "bfloat16"))),
-    _untested("causal", "V3", "causal masking",
+    _varlen("causal", "V3", "causal masking",
         ("off", "no causal mask"),
         ("on", "bottom-right causal mask, per sequence")),
-    _untested("guard rows", "V9", "rows of q past cu_seqlens_q[-1]",
+    _varlen("guard rows", "V9", "rows of q past cu_seqlens_q[-1]",
         ("none", "total_q = cu_seqlens_q[-1]"),
         ("past the end", "rows past the last sequence: never written, never read")),
-    _untested("return_lse", "V10", "whether the LSE is returned",
+    _varlen("return_lse", "V10", "whether the LSE is returned",
         ("off", "the output only"),
-        ("on", "(out, lse), lse (Hq, total_q)")),
+        ("on", "(out, lse), lse (Hq, total_q)",
+         {"no_gradient": "the LSE carries no gradient: flash-attention's softmax_lse is not "
+          "differentiated, and gradients_match_reference differentiates the output"})),
 )
 SPACES = {"sdpa": SDPA, "lesson": LESSON, "varlen": VARLEN}
 # Why a contract has no gradient relations at all ("" where every value needs one).
 BACKWARD = {"sdpa": "", "lesson": NO_AUTOGRAD,
-            "varlen": "the varlen contract pins the forward pass only (no backward clause yet)"}
+            "varlen": ""}

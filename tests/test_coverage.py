@@ -108,6 +108,18 @@ def test_a_gap_and_a_stale_reason_are_reported():
     assert not any("L:>1024" in line for line in lines)  # it says why
 
 
+def test_a_varlen_value_nothing_reaches_is_a_gap():
+    """The varlen space is measured like the others: a value no call reaches is a gap, both
+    ways, unless it says why (the LSE carries no gradient)."""
+    lines = coverage.problems({"varlen": {"deep": {}}})
+    assert "varlen window:0: no forward relation reaches it at deep, and reference/space.py " \
+        "says no reason" in lines
+    assert any(line.startswith("varlen window:0: no gradient relation") for line in lines)
+    assert any(line.startswith("varlen return_lse:on: no forward") for line in lines)
+    assert not any(line.startswith("varlen return_lse:on: no gradient") for line in lines)
+    assert "varlen" in coverage.CONTRACTS
+
+
 @pytest.fixture(scope="module")
 def deep():
     return coverage.coverage(("deep",))

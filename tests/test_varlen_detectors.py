@@ -6,6 +6,7 @@ that breaks its property and nothing else, and the varlen reference reduces to S
 Outside the classroom run (tests/conftest.py marks it ``app``): run it by path.
 """
 
+import importlib
 import math
 
 import pytest
@@ -21,17 +22,26 @@ DETECTORS = {d.NAME: d for d in detectors.varlen_detectors()}
 BUGS = varlen_zoo.BUGS
 CLEAN = [("reference", attn_varlen)] + [(e.id, varlen_zoo.implementation(e))
                                          for e in varlen_zoo.DECOYS]
+PROBES = {"causal_diagonal_convention", "empty_row_convention", "window_counting_convention"}
 
 
-def caught(fn, alignment="bottom-right", dtypes=("float64", "float32")):
-    target = varlen.Target(fn, "target", alignment)
+def conventions(name):
+    """What a decoy declares (its module's CONVENTIONS), {} for the contract's own."""
+    entry = next((e for e in varlen_zoo.DECOYS if e.id == name), None)
+    return getattr(importlib.import_module(entry.module), "CONVENTIONS", {}) if entry else {}
+
+
+def caught(fn, alignment="bottom-right", dtypes=("float64", "float32"), **declared):
+    target = varlen.Target(fn, "target", alignment, **declared)
     return {name for name, d in DETECTORS.items() if varlen.check(d, target, dtypes)}
 
 
 def test_the_zoo_and_the_suite_are_big_enough():
-    assert len(BUGS) >= 12 and len(varlen_zoo.DECOYS) >= 3 and len(DETECTORS) >= 11
+    assert len(BUGS) >= 24 and len(varlen_zoo.DECOYS) >= 4 and len(DETECTORS) >= 15
     styles = {type(varlen_zoo.implementation(e)).__mro__[1].__name__ for e in BUGS}
-    assert styles == {"SequenceLoop", "PagedTiles", "SplitKV"}
+    assert styles == {"SequenceLoop", "PagedTiles", "SplitKV", "RecomputingBackward"}
+    backward = [e for e in BUGS if e.meta.caught_by == ("gradients_match_reference",)]
+    assert len(backward) >= 2
 
 
 def test_the_sdpa_suite_and_zoo_do_not_see_the_varlen_ones():
@@ -52,7 +62,31 @@ def test_every_bug_is_caught_by_exactly_its_caught_by(entry):
 
 @pytest.mark.parametrize("name,fn", CLEAN, ids=[n for n, _ in CLEAN])
 def test_the_reference_and_the_decoys_pass_every_detector(name, fn):
-    assert caught(fn, dtypes=("float64", "float32", "float16", "bfloat16")) == set()
+    assert caught(fn, dtypes=("float64", "float32", "float16", "bfloat16"),
+                  **conventions(name)) == set()
+
+
+CONVENTION_DECOYS = [e for e in varlen_zoo.DECOYS if conventions(e.id)]
+
+
+@pytest.mark.parametrize("entry", CONVENTION_DECOYS, ids=[e.id for e in CONVENTION_DECOYS])
+def test_a_decoy_of_another_convention_is_named_by_its_probe_when_undeclared(entry):
+    """Declared, it is clean (above); undeclared, its probe names the convention it follows."""
+    (field, value), = conventions(entry.id).items()
+    probe = {"empty_rows": "empty_row_convention",
+             "window_counting": "window_counting_convention"}[field]
+    message = varlen.check(DETECTORS[probe], varlen.Target(varlen_zoo.implementation(entry)))
+    assert f"follow {value};" in message or f"follows {value};" in message, message
+
+
+def test_every_convention_has_a_decoy_and_bad_declarations_are_refused():
+    declared = {(f, v) for e in CONVENTION_DECOYS for f, v in conventions(e.id).items()}
+    assert {("empty_rows", "lse +inf"), ("empty_rows", "unmasked"),
+            ("window_counting", "counts the current token")} <= declared
+    for field in ("empty_rows", "window_counting"):
+        with pytest.raises(ValueError):
+            varlen.Target(attn_varlen, **{field: "sideways"})
+    assert varlen.Target(attn_varlen, "t", "top-left").empty_rows == "zero"
 
 
 def test_a_declared_convention_is_judged_by_it():
@@ -125,17 +159,56 @@ BREAKERS = {
     "gqa_with_every_feature": calling(heads_reversed),
     "rows_without_keys_are_zero": with_lse(lambda o, l, q, k, v, kw: (
         torch.where(torch.isneginf(l).T[..., None], torch.nan, o), l)),
+    # the forward unchanged, every gradient 1% too large
+    "gradients_match_reference": with_lse(lambda o, l, q, k, v, kw: (
+        o + 0.01 * (o - o.detach()), l)),
 }
 
 
 def test_every_detector_has_a_breaker():
-    assert set(BREAKERS) | {"causal_diagonal_convention"} == set(DETECTORS)
+    assert set(BREAKERS) | PROBES == set(DETECTORS)
 
 
 @pytest.mark.parametrize("name", sorted(BREAKERS))
 def test_each_detector_fails_on_a_breaking_of_its_property(name):
     message = varlen.check(DETECTORS[name], varlen.Target(BREAKERS[name], name))
     assert message and message.startswith("float64: "), message
+
+
+def test_gradients_are_not_applicable_without_autograd():
+    """A target whose output does not require grad offers no backward: n/a, not a pass."""
+    def no_autograd(*args, **kw):
+        with torch.no_grad():
+            return attn_varlen(*args, **kw)
+    detector = DETECTORS["gradients_match_reference"]
+    outcome, why = varlen.verdict(detector, varlen.Target(no_autograd))
+    assert outcome == "n/a" and "does not require grad" in why
+    assert varlen.verdict(detector, varlen.Target(attn_varlen)) == ("pass", None)
+
+
+def test_padding_and_unused_pages_get_zero_gradient():
+    """The reference the gradients are judged by gives padding exactly zero gradient, and a
+    backward that leaks gradient into an unused page is a finding."""
+    case = varlen.battery(0)[8]  # paged in order, keys below allocated, spare pages
+    leaves = [x.clone().requires_grad_(True) for x in (case.q, case.k, case.v)]
+    out = attn_varlen(*leaves, **case.args)
+    dk = torch.autograd.grad(out, leaves[1], torch.randn_like(out))[0]
+    unused = varlen.poisoned(case).k.isnan()
+    assert unused.any() and (dk[unused] == 0).all() and (dk[~unused] != 0).any()
+
+    class Leak(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, k):
+            return k.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g + 1e-3  # every slot of every page, padding too
+
+    def leaking(q, k, v, *args, **kw):
+        return attn_varlen(q, Leak.apply(k), v, *args, **kw)
+    message = varlen.check(DETECTORS["gradients_match_reference"], varlen.Target(leaking))
+    assert message and "dk" in message
 
 
 def test_the_padding_detector_sees_a_written_input():
@@ -175,6 +248,29 @@ def test_the_battery_reaches_every_varlen_value_it_claims():
                  ("lengths", "sq<sk"), ("lengths", "sq>sk"), ("lengths", "sk=0"),
                  ("guard rows", "past the end")]:
         assert pair in reached, pair
+
+
+def test_depths_draw_more_and_larger_cases():
+    """quick ⊂ standard ⊂ deep; deep reaches sizes a tile-boundary bug needs; the default is
+    standard, so callers without a depth see the cases they always did."""
+    quick, standard, deep = (varlen.battery(0, d) for d in ("quick", "standard", "deep"))
+    assert {c.name for c in quick} < {c.name for c in standard} < {c.name for c in deep}
+    assert [c.name for c in varlen.Subject(None).cases()] == [c.name for c in standard]
+    extra = deep[len(standard):]
+    assert max(max(c.lens_k) for c in extra) >= 4 * 64 + 1
+    assert {c.k.shape[1] for c in extra if c.paged} >= {16, 256}
+    assert max(c.q.shape[-1] for c in extra) == 256 and max(c.B for c in extra) >= 16
+    with pytest.raises(ValueError):
+        varlen.Subject(None, depth="shallow")
+
+
+def test_the_reference_and_a_tiled_decoy_pass_at_deep():
+    tiles = varlen_zoo.implementation(next(e for e in varlen_zoo.DECOYS
+                                           if e.id == "varlen-paged-tiles"))
+    for fn in (attn_varlen, tiles):
+        target = varlen.Target(fn)
+        assert {n for n, d in DETECTORS.items()
+                if varlen.check(d, target, ("float64",), depth="deep")} == set()
 
 
 def test_poisoning_fills_exactly_the_padding():

@@ -25,9 +25,19 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
+from detectors.kit.depths import DEPTHS
+from detectors.kit.verdict import NotApplicable
 from reference.varlen import attend, attn_varlen, key_counts, keys_of, spans
 
 ALIGNMENTS = ("bottom-right", "top-left")  # V3: bottom-right is the contract's default
+# V8: what a row that sees no key returns. "zero": out 0, LSE -inf (the contract, FA3 and FA2's
+# split path); "lse +inf": out 0, LSE +inf (FA2's non-split path); "unmasked": the row attends
+# every key of its sequence instead (HF's _unmask_unattended), 0 and -inf when it has none
+EMPTY_ROWS = ("zero", "lse +inf", "unmasked")
+# V4: how window_size=(wl, wr) counts. "inclusive": d - wl <= j <= d + wr, wl + wr + 1 keys
+# (flash-attention); "counts the current token": each bounded side counts the query's own key,
+# so (W, 0) keeps W keys, as HF/Mistral's sliding_window=W means (W - 1, 0)
+WINDOW_COUNTING = ("inclusive", "counts the current token")
 DTYPES = {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16,
           "bfloat16": torch.bfloat16}
 # absolute tolerance per unit of the largest |value| (and of |LSE|), per dtype
@@ -196,8 +206,82 @@ def space_values(lens_q, lens_k, Hq, Hk, D, Dv, block_size, shuffle, shared, ext
     return out
 
 
-def battery(seed=0):
-    """The float64 cases every detector draws from, seeded; cast with ``Case.to``."""
+def call_values(case, lse):
+    """The values of :data:`reference.space.VARLEN` one call reaches, read from the tensors and
+    keywords it sends (not from how the case was built): what coverage counts."""
+    args = case.args
+    cu = [int(x) for x in args["cu_seqlens_q"]]
+    lens_q = [b - a for a, b in zip(cu, cu[1:])]
+    table, used = args.get("block_table"), args.get("seqused_k")
+    if table is None:
+        cu_k = [int(x) for x in args["cu_seqlens_k"]]
+        allocated = [b - a for a, b in zip(cu_k, cu_k[1:])]
+        size = None
+    else:
+        size = case.k.shape[1]
+        allocated = [table.shape[1] * size] * len(lens_q)  # the capacity, as V2 counts it
+    lens_k = allocated if used is None else [int(n) for n in used]
+    Hq, Hk = case.heads
+    D, Dv = case.q.shape[-1], case.v.shape[-1]
+    slopes = args.get("alibi_slopes")
+    alibi = None if slopes is None else "batch" if slopes.dim() == 2 else "head"
+    out = space_values(lens_q, lens_k, Hq, Hk, D, Dv, size, False, False,
+                       used is not None and lens_k != allocated, case.q.shape[0] > cu[-1],
+                       args["causal"], args["window_size"], args["softcap"], alibi, 1.0)
+    out = {(a, v) for a, v in out if a != "paging" or v in ("packed", "page of 1",
+                                                            "partial last page")}
+    if table is not None:
+        pages = [table[b, :-(-n // size)].tolist() for b, n in enumerate(lens_k)]
+        runs = [p == list(range(p[0], p[0] + len(p))) for p in pages if p]
+        out.add(("paging", "in order" if all(runs) else "permuted"))
+        owners = [blk for p in pages for blk in set(p)]
+        if len(owners) != len(set(owners)):
+            out.add(("paging", "shared"))
+    out.add(("dtype", str(case.q.dtype).removeprefix("torch.")))
+    out.add(("return_lse", "on" if lse else "off"))
+    return frozenset(out)
+
+
+def battery(seed=0, depth="standard"):
+    """The float64 cases every detector draws from, seeded; cast with ``Case.to``. ``quick``
+    is a handful of them, one per family of features; ``standard`` (the default) all below;
+    ``deep`` adds sizes past several 64- and 128-wide tiles, block sizes 16 and 256, D = 256
+    and many sequences."""
+    if depth not in DEPTHS:
+        raise ValueError(f"depth must be one of {DEPTHS}, not {depth!r}")
+    cases = standard(seed)
+    if depth == "quick":
+        return [c for c in cases if c.name in QUICK]
+    return cases + (deep(seed) if depth == "deep" else [])
+
+
+QUICK = ("unequal sequences, one empty, one of one token", "decode against a shuffled paged cache",
+         "chunked prefill, GQA", "paged, block size 3 dividing no length", "left window",
+         "small softcap", "ALiBi per batch row, window", "MQA with every feature")
+
+
+def deep(seed):
+    """The deep tier's cases: long sequences, big pages and heads, many sequences."""
+    s = seed * 1000 + 500
+    rng = np.random.default_rng(s)
+    many = rng.integers(0, 10, 16).tolist()
+    return [
+        build(s + 1, "a sequence of 300 tokens, past several 64 and 128 tiles, causal", (300,),
+              (300,), causal=True, Hq=1, Hk=1, D=4),
+        build(s + 2, "long chunked prefill with a left window, paged in blocks of 16",
+              (40, 1, 70), (200, 33, 70), block_size=16, causal=True, window=(100, -1),
+              Hq=2, Hk=1, D=4),
+        build(s + 3, "one block of 256 keys, ALiBi per head", (3, 2), (300, 20), block_size=256,
+              alibi="head", D=4),
+        build(s + 4, "heads of 256, softcap", (5, 3), (9, 4), D=256, Dv=256, softcap=5.0,
+              q_gain=3.0),
+        build(s + 5, "sixteen sequences, some empty, GQA, guard rows", many,
+              [n + int(rng.integers(0, 4)) for n in many], Hq=4, Hk=2, guard=3, causal=True),
+    ]
+
+
+def standard(seed):
+    """The standard tier's cases."""
     s = seed * 1000
     return [
         build(s + 1, "one sequence", (13,), (13,)),
@@ -377,11 +461,23 @@ class Target:
     fn: object
     name: str = "target"
     causal_alignment: str = "bottom-right"
+    empty_rows: str = "zero"
+    window_counting: str = "inclusive"
 
     def __post_init__(self):
-        if self.causal_alignment not in ALIGNMENTS:
-            raise ValueError(f"causal alignment must be one of {ALIGNMENTS}, "
-                             f"not {self.causal_alignment!r}")
+        for what, value, allowed in (("causal alignment", self.causal_alignment, ALIGNMENTS),
+                                     ("empty rows", self.empty_rows, EMPTY_ROWS),
+                                     ("window counting", self.window_counting,
+                                      WINDOW_COUNTING)):
+            if value not in allowed:
+                raise ValueError(f"{what} must be one of {allowed}, not {value!r}")
+
+
+def declared_window(window_size, counting):
+    """The window_size a target of the given counting needs for the contract's (wl, wr)."""
+    if counting == "inclusive":
+        return tuple(window_size)
+    return tuple(w + 1 if w >= 0 else w for w in window_size)
 
 
 def snapshot(case):
@@ -396,8 +492,10 @@ def same_bits(a, b):
 class Subject:
     """What a varlen detector works with: the target at one dtype, its cases and its judge."""
 
-    def __init__(self, target, dtype=torch.float64, seed=0):
-        self.target, self.dtype, self.seed = target, dtype, seed
+    def __init__(self, target, dtype=torch.float64, seed=0, depth="standard"):
+        if depth not in DEPTHS:
+            raise ValueError(f"depth must be one of {DEPTHS}, not {depth!r}")
+        self.target, self.dtype, self.seed, self.depth = target, dtype, seed, depth
         self._cases = None
         self.calls = []  # every case sent, for coverage
 
@@ -407,18 +505,27 @@ class Subject:
 
     def cases(self):
         if self._cases is None:
-            self._cases = [c.to(self.dtype) for c in battery(self.seed)]
+            self._cases = [c.to(self.dtype) for c in battery(self.seed, self.depth)]
         return self._cases
 
     def case(self, name_part):
         return next(c for c in self.cases() if name_part in c.name)
 
-    def run(self, case, lse=False, inputs_untouched=False):
-        """(out, lse or None) from the target; a raise or a wrong shape is a mismatch."""
-        self.calls.append(case)
+    def run(self, case, lse=False, inputs_untouched=False, raw=False):
+        """(out, lse or None) from the target; a raise or a wrong shape is a mismatch.
+
+        The case is written in the contract's conventions; unless ``raw``, the call is made in
+        the target's declared ones (its window counting) and its empty rows are read back as
+        the contract's (0, LSE -inf), so that a declared convention is judged once, by its
+        probe, and every other detector judges the rest."""
+        self.calls.append(replace(case, values=call_values(case, lse)))
         before = snapshot(case) if inputs_untouched else None
+        args = case.args
+        if not raw:
+            args = dict(args, window_size=declared_window(args["window_size"],
+                                                          self.target.window_counting))
         try:
-            got = self.target.fn(case.q, case.k, case.v, **case.args, return_lse=lse)
+            got = self.target.fn(case.q, case.k, case.v, **args, return_lse=lse)
         except Exception as error:  # noqa: BLE001 - any raise on a valid call is a finding
             raise VarlenMismatch(f"{case.name}: raised {type(error).__name__}: {error}") from error
         out, l = got if lse else (got, None)
@@ -437,20 +544,26 @@ class Subject:
             after = snapshot(case)
             if not all(same_bits(a, b) for a, b in zip(before, after)):
                 raise VarlenMismatch(f"{case.name}: the call changed its inputs (V9)")
+        if not raw and self.target.empty_rows != "zero":
+            empty = empty_rows(case, self.alignment)  # (total_q,)
+            out = torch.where(empty[:, None, None], torch.zeros((), dtype=out.dtype), out)
+            if l is not None:
+                l = torch.where(empty[None, :], torch.full((), -math.inf, dtype=l.dtype), l)
         return out, l
 
     def expected(self, case):
         return reference(case, self.alignment)
 
-    def tolerance(self, want):
+    def tolerance(self, want, slack=1):
         finite = want[torch.isfinite(want)]
         top = float(finite.abs().max()) if finite.numel() else 1.0
-        return TOLERANCE[self.dtype] * max(1.0, top)
+        return TOLERANCE[self.dtype] * max(1.0, top) * slack
 
     def same(self, got, want, case, what="out", relation="should equal the reference",
-             rows=None):
+             rows=None, tolerance=1):
         """Equal within the dtype's tolerance, -inf where the other is -inf, no NaN; ``rows``
-        restricts the comparison to those token rows (the first axis of out, the last of lse)."""
+        restricts the comparison to those token rows (the first axis of out, the last of lse);
+        ``tolerance`` multiplies the dtype's tolerance."""
         got, want = got.detach().double().cpu(), want.detach().double().cpu()
         if rows is not None:
             got, want = (got[rows], want[rows]) if what == "out" else (got[:, rows],
@@ -471,7 +584,7 @@ class Subject:
         gap = torch.where(both, (got - want).abs(), torch.zeros_like(got))
         gap = torch.where(torch.isfinite(got) == torch.isfinite(want), gap,
                           torch.full_like(got, math.inf))
-        tol = self.tolerance(want)
+        tol = self.tolerance(want, tolerance)
         if (gap > tol).any():
             at = index(gap > tol)
             raise VarlenMismatch(f"{case.name}: {what}{list(at)} = {got[at].item():.6g}, "
@@ -482,14 +595,24 @@ def index(flags):
     return tuple(int(i) for i in flags.nonzero()[0])
 
 
-def check(detector, target, dtypes=("float64", "float32"), seed=0):
-    """None when the detector's property holds at every dtype, else the first mismatch."""
+def verdict(detector, target, dtypes=("float64", "float32"), seed=0, depth="standard"):
+    """("pass", None), ("fail", the first mismatch) or ("n/a", why) over the dtypes: n/a when
+    the property does not apply to the target (a detector raises NotApplicable)."""
     for name in dtypes:
         try:
-            detector.check(Subject(target, DTYPES[name], seed))
+            detector.check(Subject(target, DTYPES[name], seed, depth))
         except VarlenMismatch as mismatch:
-            return f"{name}: {mismatch}"
-    return None
+            return "fail", f"{name}: {mismatch}"
+        except NotApplicable as why:
+            return "n/a", str(why)
+    return "pass", None
+
+
+def check(detector, target, dtypes=("float64", "float32"), seed=0, depth="standard"):
+    """None when the detector's property holds at every dtype (or does not apply to the
+    target, see :func:`verdict`), else the first mismatch."""
+    outcome, message = verdict(detector, target, dtypes, seed, depth)
+    return message if outcome == "fail" else None
 
 
 # -- derived cases: the other side of each metamorphic relation ---------------------------------

@@ -25,6 +25,7 @@ BUG = Bug(
         "matches_reference",
         "decode_matches_prefill",
         "softcap_limit_and_order",
+        "gradients_match_reference",
     ),
 )
 

@@ -22,6 +22,7 @@ BUG = Bug(
         "alibi_is_a_float_bias",
         "matches_reference",
         "softcap_limit_and_order",
+        "gradients_match_reference",
     ),
 )
 

@@ -25,6 +25,8 @@ BUG = Bug(
         "window_is_a_key_slice",
         "causal_diagonal_convention",
         "rows_without_keys_are_zero",
+        "gradients_match_reference",
+        "empty_row_convention",
     ),
 )
 

@@ -21,6 +21,7 @@ BUG = Bug(
         "matches_reference",
         "gqa_with_every_feature",
         "softcap_limit_and_order",
+        "gradients_match_reference",
     ),
 )
 

@@ -29,6 +29,9 @@ BUG = Bug(
         "window_is_a_key_slice",
         "padding_is_never_read",
         "causal_diagonal_convention",
+        "gradients_match_reference",
+        "empty_row_convention",
+        "window_counting_convention",
     ),
 )
 

@@ -28,6 +28,7 @@ BUG = Bug(
         "page_placement_invariance",
         "softcap_limit_and_order",
         "window_is_a_key_slice",
+        "gradients_match_reference",
     ),
 )
 

@@ -26,6 +26,7 @@ BUG = Bug(
         "window_is_a_key_slice",
         "padding_is_never_read",
         "rows_without_keys_are_zero",
+        "gradients_match_reference",
     ),
 )
 

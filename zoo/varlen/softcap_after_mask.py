@@ -22,6 +22,7 @@ BUG = Bug(
         "matches_reference",
         "softcap_limit_and_order",
         "window_is_a_key_slice",
+        "gradients_match_reference",
     ),
 )
 

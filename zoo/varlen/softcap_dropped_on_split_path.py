@@ -20,6 +20,7 @@ BUG = Bug(
     caught_by=(
         "matches_reference",
         "softcap_limit_and_order",
+        "gradients_match_reference",
     ),
 )
 

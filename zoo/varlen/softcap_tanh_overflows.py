@@ -24,6 +24,7 @@ BUG = Bug(
         "matches_reference",
         "lse_matches_output",
         "softcap_limit_and_order",
+        "gradients_match_reference",
     ),
 )
 

@@ -27,6 +27,9 @@ BUG = Bug(
         "softcap_limit_and_order",
         "window_is_a_key_slice",
         "causal_diagonal_convention",
+        "gradients_match_reference",
+        "empty_row_convention",
+        "window_counting_convention",
     ),
 )
 

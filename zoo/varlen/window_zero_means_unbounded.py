@@ -24,6 +24,7 @@ BUG = Bug(
         "matches_reference",
         "window_is_a_key_slice",
         "rows_without_keys_are_zero",
+        "gradients_match_reference",
     ),
 )
 
