@@ -21,7 +21,7 @@ from test_isolation import Run, strict_only
 
 import detectors
 import zoo.varlen as varlen_zoo
-from attnzoo import api
+from attnzoo import api, options
 
 pytest_plugins = ["pytester"]
 
@@ -60,13 +60,23 @@ def flagged(doc):
 # -- verdicts on the zoo ------------------------------------------------------------------------
 
 
-CLEAN = [("reference", "reference/varlen.py:attn_varlen")] + [
-    (e.id, locator(e)) for e in varlen_zoo.DECOYS]
+def declared(entry):
+    """The command line's flags for what a decoy declares (its module's CONVENTIONS)."""
+    said = varlen_zoo.conventions(entry)
+    spelt = {"empty_rows": ("--empty-rows", options.VARLEN_EMPTY_ROWS),
+             "window_counting": ("--window-counting", options.WINDOW_COUNTINGS)}
+    return [a for field, value in said.items() for a in (
+        spelt[field][0], next(k for k, v in spelt[field][1].items() if v == value))]
 
 
-@pytest.mark.parametrize("name,where", CLEAN, ids=[n for n, _ in CLEAN])
-def test_the_reference_and_the_decoys_are_conformant_at_every_dtype(name, where):
-    p, doc = quick(where)
+CLEAN = [("reference", "reference/varlen.py:attn_varlen", [])] + [
+    (e.id, locator(e), declared(e)) for e in varlen_zoo.DECOYS]
+CONVENTION_DECOYS = [e for e in varlen_zoo.DECOYS if declared(e)]
+
+
+@pytest.mark.parametrize("name,where,flags", CLEAN, ids=[n for n, _, _ in CLEAN])
+def test_the_reference_and_the_decoys_are_conformant_at_every_dtype(name, where, flags):
+    p, doc = quick(where, *flags)
     assert p.returncode == 0, p.stderr[-2000:]
     assert set(verdicts(doc)) == set(NAMES) and set(verdicts(doc).values()) == {"survived"}
     assert doc["implementations"][0]["target"]["dtypes"] == ["float64", "float32", "float16",
@@ -90,6 +100,36 @@ def test_a_bug_is_flagged_by_exactly_the_detectors_its_metadata_names(bug):
     assert flagged(doc) == set(entry.meta.caught_by)
     assert verdicts(doc)[other] == "survived"
     assert not doc["summary"]["conformant"]
+
+
+@pytest.mark.parametrize("entry", CONVENTION_DECOYS, ids=[e.id for e in CONVENTION_DECOYS])
+def test_an_undeclared_convention_is_named_by_its_probe(entry):
+    """The same decoy, its convention left undeclared: the probe names what it follows."""
+    probe = ("window_counting_convention" if "--window-counting" in declared(entry)
+             else "empty_row_convention")
+    p, doc = quick(locator(entry), "--dtype", "float64", *only(probe))
+    assert p.returncode == 1 and flagged(doc) == {probe}
+    target = doc["implementations"][0]["target"]
+    assert (target["empty_rows"], target["window_counting"]) == ("zero", "inclusive")
+
+
+def test_a_kernel_without_autograd_is_not_applicable_to_the_gradients_detector():
+    p, doc = quick(f"{HERE}/forward_only.py:attn", "--depth", "quick", "--dtype", "float32",
+                   *only("gradients_match_reference", "matches_reference"))
+    assert p.returncode == 0, doc
+    assert verdicts(doc) == {"gradients_match_reference": "n/a",
+                             "matches_reference": "survived"}
+    assert "does not require grad" in doc["implementations"][0]["findings"][0]["message"]
+
+
+def test_the_depth_picks_the_harness_tier():
+    calls = {}
+    for depth in ("quick", "deep"):
+        p, doc = quick("reference/varlen.py:attn_varlen", "--depth", depth, "--dtype",
+                       "float64", *only("matches_reference"))
+        assert p.returncode == 0 and doc["depth"] == depth
+        calls[depth] = doc["implementations"][0]["findings"][0]["calls"]
+    assert 0 < calls["quick"] < calls["deep"]
 
 
 def test_a_full_run_of_a_bug_in_text():
@@ -202,11 +242,18 @@ def test_a_file_writing_kernel_writes_nothing_outside_and_leaves_nothing(tmp_pat
     (["reference/varlen.py:attn_varlen", "--budget", "10"], "--budget"),
     (["reference/varlen.py:attn_varlen", "--unsupported", "gqa"], "--unsupported"),
     (["reference/varlen.py:attn_varlen", "--timeout", "0"], "--timeout must be"),
+    (["reference/varlen.py:attn_varlen", "--empty-rows", "uniform"], "--empty-rows must be"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, said):
     p = in_process("check", *args, "--contract", "varlen")
     one_error_line(p)
     assert said in p.stderr
+
+
+def test_window_counting_is_the_varlen_contracts_alone():
+    p = in_process("check", "reference/sdpa.py", "--window-counting", "inclusive")
+    one_error_line(p)
+    assert "--window-counting is the varlen contract's" in p.stderr
 
 
 def test_contract_names_a_contract_check_knows():
@@ -241,7 +288,8 @@ def test_the_api_checks_a_function_and_refuses_what_varlen_does_not_take():
     assert report.conformant and report.exit_code == 0
     assert [(f.detector, f.verdict) for f in report.findings] == [("matches_reference",
                                                                    "survived")]
-    for bad, said in ((dict(depth="deep"), "depth"), (dict(backend="numpy"), "backend"),
+    for bad, said in ((dict(depth="deepest"), "depth"), (dict(backend="numpy"), "backend"),
+                      (dict(window_counting="both"), "window_counting must be"),
                       (dict(only="causality"), "unknown varlen detector"),
                       (dict(causal_alignment="middle"), "causal_alignment")):
         with pytest.raises(api.BadInput, match=said):
@@ -283,7 +331,7 @@ def test_the_example_varlen_suite_is_graded_without_false_alarms():
     suite = REPO / "tests/targets/grade/varlen_suite.py"
     wanted = {"reference", "varlen-causal-top-left", "varlen-softcap-after-mask",
               "varlen-alibi-sign-reversed", "varlen-page-position-from-physical-block"} | {
-        e.id for e in varlen_zoo.DECOYS}
+        e.id for e in varlen_zoo.DECOYS if not varlen_zoo.conventions(e)}
     doc = model.grade(Suite(suite), select=lambda r: r.id in wanted)
     assert doc["contracts"] == ["varlen"]
     assert {r["id"] for r in doc["rows"]} == wanted

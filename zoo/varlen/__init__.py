@@ -74,3 +74,9 @@ BUGS, DECOYS = _load()
 
 def implementation(entry):
     return getattr(importlib.import_module(entry.module), ATTRIBUTE)
+
+
+def conventions(entry):
+    """What a decoy declares besides the contract's conventions (its module's CONVENTIONS, as
+    detectors.kit.varlen.Target's fields): {} for a kernel that follows the contract's."""
+    return dict(getattr(importlib.import_module(entry.module), "CONVENTIONS", {}))
