@@ -75,9 +75,10 @@ def check(
     does (a zoo file: each of its implementations). ``depth`` None is quick (varlen: standard,
     its command line's default); ``causal_alignment`` None is the contract's default (top-left
     for sdpa, bottom-right for varlen); ``empty_rows`` and ``window_counting`` (varlen only)
-    declare a varlen kernel's conventions as ``--empty-rows`` and ``--window-counting`` do. ``budget_s`` is ``--budget``: the most telling cases first, stopping
-    when it is spent (``report.reached`` says what it reached); ``deadline_s`` is ``--deadline``
-    (None: the depth's default, 0 none); when either runs out the report is partial and
+    declare a varlen kernel's conventions as ``--empty-rows`` and ``--window-counting`` do.
+    ``budget_s`` is ``--budget``: the most telling cases first, stopping when it is spent
+    (``report.reached`` says what it reached); ``deadline_s`` is ``--deadline`` (None: the
+    depth's default, 0 none); when either runs out the report is partial and
     ``exit_code`` 4 unless something was flagged. ``exitfirst`` stops at the first flag.
     ``progress`` writes the command line's progress lines on stderr. The other keywords are
     ``attnzoo check``'s options (docs/check.md). Bad input raises :class:`BadInput`, one line.
