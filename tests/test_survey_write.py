@@ -43,6 +43,17 @@ def test_a_short_reproduction_is_inlined_and_a_long_one_points_to_the_json():
     assert "Reproduction: 40 lines, in survey.json" in markdown(doc)
 
 
+def test_a_crash_that_needs_earlier_calls_is_not_called_a_reproduction():
+    """Its call answers alone in a fresh process: the page says so instead of offering the call
+    as the crash's reproduction."""
+    doc = recorded()
+    group = doc["implementations"][0]["runs"][0]["diagnosis"][1]
+    group.update(feature="after_earlier_calls", features=["after_earlier_calls"])
+    section = markdown(doc).split("#### 2.", 1)[1].split("####", 1)[0]
+    assert "The call that died (alone in a fresh process it answers" in section
+    assert "Smallest reproducing call" not in section
+
+
 def test_unexplained_failures_are_said_so_and_an_old_document_keeps_its_layout(tmp_path):
     doc = recorded()
     run = doc["implementations"][0]["runs"][0]

@@ -13,6 +13,7 @@ declared has none.
 import json
 from pathlib import Path
 
+from attnzoo.diagnosis.features import EARLIER_CALLS
 from attnzoo.survey import findings
 from attnzoo.survey.capabilities import VOCABULARY
 from detectors.kit.capabilities import ADAPTED, FLOAT64_AS_FLOAT32, FLOAT64_WORDS
@@ -242,9 +243,14 @@ def root_causes(row, run, reviewed):
     for i, g in enumerate(groups, 1):
         s = g["smallest"]
         title = g["explains"] if g["feature"] else g["explains"].capitalize()
+        # a crash that needs the earlier calls of its process: its call alone answers, so the
+        # script shows the call, not the crash
+        alone = EARLIER_CALLS in (g.get("features") or ())
+        call = ("The call that died (alone in a fresh process it answers: the crash needs the "
+                "calls its process answered before)" if alone else "Smallest reproducing call")
         out += ["", f"#### {i}. {row['name']} {row['version']} at {run['dtype']}: {title}", "",
                 g["sentence"], "", findings.line(reviewed.get(findings.key(run, g))), "",
-                f"Smallest reproducing call (case `{s['case']}`, {s['verdict']} by "
+                f"{call} (case `{s['case']}`, {s['verdict']} by "
                 f"`{s['detector']}`): `{s['call']}`", "", f"What it does: {s['message']}"]
         snippet = s["snippet"].splitlines()
         if len(snippet) > SNIPPET_LINES:
