@@ -24,6 +24,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from test_sandbox import as_from_a_terminal
 
 from attnzoo.devtools import grade_page
 from attnzoo.grade import model, render
@@ -172,7 +173,7 @@ def test_nothing_a_graded_suite_starts_outlives_the_grade(level, how):
     grade = subprocess.Popen([sys.executable, "-m", "attnzoo", "grade",
                               str(SUITES / "lingers.py"), "--json", "--isolation", level],
                              cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
+                             text=True, preexec_fn=as_from_a_terminal)  # even under nohup
     try:
         if how != "exit":
             until = time.monotonic() + 120
