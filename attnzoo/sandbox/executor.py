@@ -7,8 +7,11 @@ what both share, and :class:`InProcess`; the worker process is :mod:`isolated`.
 """
 
 import _signal  # signal's C functions: see InProcess._execute
+import dataclasses
 import signal
 import threading
+
+import numpy as np
 
 from attnzoo.options import CALL_SECONDS
 from attnzoo.sandbox import decide, probes
@@ -99,10 +102,71 @@ class InProcess:
     @staticmethod
     def trusted(target):
         """Where this repository's own code (the reference) runs: here, directly."""
-        return InProcess(target)
+        return Trusted(target)
 
     def close(self):
         pass
+
+
+class Trusted(InProcess):
+    """The reference, here: a pure function of what it is asked, so an answer it gave once is
+    given again (a copy) instead of computed again. The kill matrix asks it the same gradients
+    and errors on every row; only the reference's own answers are remembered, never a target's.
+    A request that draws random numbers, seeds them, or keeps or acts on a kept answer always
+    runs, so what the process's random streams hold stays as if every call had run."""
+
+    REMEMBERED = 4096  # answers at most; past that, new ones run every time
+
+    def __init__(self, target, obj=None, call_seconds=CALL_SECONDS, offers=None):
+        super().__init__(target, obj, call_seconds, offers)
+        self.answers = {}
+
+    def run(self, request):
+        key = _pure(request)
+        if key is None:
+            return super().run(request)
+        if key not in self.answers:
+            result = super().run(request)
+            if len(self.answers) >= self.REMEMBERED:
+                return result
+            self.answers[key] = result
+        return _copied(self.answers[key])
+
+
+def _pure(request):
+    """What a request's answer depends on, as a key, or None where running it has effects
+    beyond its answer (random draws or seeds, kept answers, inputs read back)."""
+    if (request.keep or request.refill is not None or request.overwrite is not None
+            or request.seed is not None or request.kwargs.get("dropout_p")
+            or request.inputs or request.guarded):
+        return None
+    try:
+        return tuple((f.name, _frozen(getattr(request, f.name)))
+                     for f in dataclasses.fields(request))
+    except TypeError:  # a field this key cannot hold: the request simply runs
+        return None
+
+
+def _frozen(value):
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, dict):
+        return ("dict",) + tuple((k, _frozen(v)) for k, v in value.items())
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__,) + tuple(_frozen(v) for v in value)
+    if isinstance(value, float):
+        return ("float", repr(value))  # -0.0 is not 0.0 here
+    if value is None or isinstance(value, (bool, int, str)):
+        return (type(value).__name__, value)
+    raise TypeError(f"a request field of type {type(value).__name__}")
+
+
+def _copied(result):
+    """A result whose arrays are new copies: whoever is given it may write into them."""
+    grads = None if result.grads is None else {
+        n: None if g is None else g.copy() for n, g in result.grads.items()}
+    return dataclasses.replace(result, values=tuple(np.array(v, copy=True) for v in result.values),
+                               grads=grads)
 
 
 def _raise_timeout(signum, frame):

@@ -139,10 +139,27 @@ def _judge(q, k, v):
 
 @functools.lru_cache(maxsize=4096)
 def _oracle(call, alignment):
-    return _judge(call.q, call.k, call.v).attend(
-        call.q, call.k, call.v, mask=call.mask, bias=call.bias, scale=call.scale,
-        causal=alignment if call.causal else None, gqa=call.gqa,
-    )
+    """The oracle's answer, computed once per distinct call: a relation's derived call (a
+    permutation, a prefix) made again for the next implementation has the same values, so
+    its answer is looked up by them. The arrays are read-only, as they are shared."""
+    key = (alignment, repr(call.scale), call.causal, call.gqa) + tuple(
+        None if a is None else (a.dtype.str, a.shape, a.tobytes())
+        for a in (call.q, call.k, call.v, call.mask, call.bias))
+    if key not in _BY_VALUES:
+        answer = _judge(call.q, call.k, call.v).attend(
+            call.q, call.k, call.v, mask=call.mask, bias=call.bias, scale=call.scale,
+            causal=alignment if call.causal else None, gqa=call.gqa,
+        )
+        for a in answer:
+            a.setflags(write=False)
+        if len(_BY_VALUES) >= ANSWERS_KEPT:
+            return answer
+        _BY_VALUES[key] = answer
+    return _BY_VALUES[key]
+
+
+ANSWERS_KEPT = 8192  # the oracle's answers kept by value; past that, new ones are computed
+_BY_VALUES = {}
 
 
 @dataclass
