@@ -133,7 +133,7 @@ def reproduction(locator, decl, finding, dtype, depth, seed):
     if case in names:
         module, _, fn = locator.rpartition(":")
         load = (f"import runpy\nattn_varlen = runpy.run_path({module!r})[{fn!r}]"
-                if module.endswith(".py") else f"from {module} import {fn} as attn_varlen")
+                if module.endswith(".py") else f"from {module} import {fn}")
         python = (f"import torch\n{load}\nfrom detectors.kit.varlen import battery, reference\n"
                   f"case = next(c for c in battery({seed}, {depth!r}) if c.name == {case!r})"
                   f".to(torch.{dtype})\n"

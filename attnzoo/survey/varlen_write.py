@@ -10,8 +10,7 @@ the battery's own), with the adapter's review of it against the library's docume
 import json
 from pathlib import Path
 
-from attnzoo.survey.capabilities import KINDS
-from attnzoo.survey.varlen_adapters import reviews
+from attnzoo.survey.varlen_adapters import KINDS, reviews
 
 JSON, PAGE = "survey-varlen.json", "survey-varlen.md"
 WORDS = {"survived": "ok", "killed": "**flagged**", "nan": "**NaN**", "crashed": "**crashed**",
@@ -19,6 +18,7 @@ WORDS = {"survived": "ok", "killed": "**flagged**", "nan": "**NaN**", "crashed":
 CONVENTIONS = (("causal_alignment", "causal alignment"), ("empty_rows", "empty rows"),
                ("window_counting", "window counting"))
 OK = ("survived", "not_applicable")
+MESSAGE_LINES = 12  # a longer message (a compiler's output) is cut here; the JSON has it all
 
 
 def write(doc, folder):
@@ -109,18 +109,25 @@ def section(row, doc):
     if not flagged:
         return out + ["", "Nothing flagged."]
     out += ["", "### Flagged"]
+    first = {}  # each review in full once per implementation, then referred to
     for r, f in flagged:
         case = (f.get("evidence") or {}).get("case") or "-"
         out += ["", f"#### `{f['detector']}`, {r['dtype']}: {WORDS.get(f['verdict'], f['verdict'])}",
-                "", f"Case: {case}.", "", "```text", f["message"], "```", "",
+                "", f"Case: {case}.", "", "```text", *shown(f["message"]), "```", "",
                 "Reproduce (from the repository root):", "", "```sh", f["reproduce"]["command"],
                 "```"]
         if f["reproduce"].get("python"):
-            out += ["", "```python", f["reproduce"]["python"], "```"]
+            out += ["", "The case, called directly (forward only, against the contract's answer):",
+                    "", "```python", f["reproduce"]["python"], "```"]
         review = found.get((f["detector"], r["dtype"]))
         if review is None:
             out += ["", "Not reviewed yet."]
             continue
+        key = (review.kind, review.says, review.note)
+        if key in first:
+            out += ["", f"Review: **{review.kind}**, as for `{first[key]}` above."]
+            continue
+        first[key] = f["detector"]
         out += ["", f"Review: **{review.kind}** ({KINDS[review.kind]})."]
         if review.says:
             out.append(f"The documentation ([link]({review.docs})): {review.says}")
@@ -132,3 +139,12 @@ def section(row, doc):
             out += ["", "With the library alone:", "", "```python", review.reproduce.strip(),
                     "```"]
     return out
+
+
+def shown(message):
+    """The message's lines, the first MESSAGE_LINES of a longer one and how many are left."""
+    lines = message.splitlines()
+    if len(lines) <= MESSAGE_LINES:
+        return lines
+    return lines[:MESSAGE_LINES] + [f"… {len(lines) - MESSAGE_LINES} more lines in "
+                                    f"{JSON}"]

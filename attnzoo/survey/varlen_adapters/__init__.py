@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from attnzoo.options import VARLEN_EMPTY_ROWS, WINDOW_COUNTINGS
 
-NAMES = ("flex", "flex_compiled")
+NAMES = ("flex", "flex_compiled", "flex_compiled_static")
 ALIGNMENTS = ("bottom-right", "top-left")  # check --causal-alignment
 DTYPES = ("float32", "float64")
 
@@ -89,16 +89,24 @@ def loader(declaration, fn):
     return _lazy.loader(declaration, fn, name="attn_varlen")
 
 
+# the SDPA survey's kinds (attnzoo.survey.capabilities.KINDS), and a refusal the library words
+KINDS = {
+    "divergence": "the library does not do what its documentation says",
+    "limitation": "the library refuses the call and says it does not support it",
+    "convention": "a convention the library documents, where libraries legitimately differ",
+    "artefact": "attnzoo's own mistake, not the library's",
+}
+
+
 @dataclass(frozen=True)
 class Review:
     """A flagged detector of the survey read against the library's documentation: named by
     the detector and dtype of survey-varlen.json, never by a message's text. ``kind`` is one
-    of :data:`attnzoo.survey.capabilities.KINDS`; ``reproduce`` a standalone script that shows
-    it with the library alone."""
+    of :data:`KINDS`; ``reproduce`` a standalone script that shows it with the library alone."""
 
     detector: str
     dtype: str
-    kind: str
+    kind: str  # one of KINDS
     docs: str = ""  # where the library documents (or its source says) it
     says: str = ""  # what it says, in a sentence of its own
     note: str = ""  # what the evidence shows
@@ -106,8 +114,6 @@ class Review:
     reproduce: str = ""
 
     def __post_init__(self):
-        from attnzoo.survey.capabilities import KINDS
-
         if self.kind not in KINDS:
             raise ValueError(f"review kind {self.kind!r} is not one of {', '.join(KINDS)}")
         if self.kind != "artefact" and not (self.docs and self.says):
