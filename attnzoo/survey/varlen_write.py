@@ -82,7 +82,7 @@ def markdown(doc):
 
 
 def section(row, doc):
-    out = [f'<a id="{row["name"]}"></a>', "", f"## {row['name']}: {row['title']}", "",
+    out = [f"## {row['name']}", "", f"{row['title']}.", "",
            f"- version: {row['distribution']} {row['version'] or '(not installed)'}; "
            f"documentation: <{row['docs']}>",
            f"- adapter: [`{row['adapter']}`](../{row['adapter']}); it converts: {row['converts']}",
