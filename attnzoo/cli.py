@@ -146,9 +146,13 @@ def build_parser():
     p.add_argument("--depth", choices=DEPTHS, default="standard",
                    help="battery tier (default standard): each implementation is checked as "
                    "attnzoo check --budget checks it, the most telling units first")
-    p.add_argument("--budget", type=float, default=300.0, metavar="SECONDS",
-                   help="time for each implementation and dtype (default 300; 0 for none): "
-                   "the most telling cases first, and the row says what was not reached")
+    p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                   help="time for each implementation and dtype (default 300, varlen 900; 0 for "
+                   "none): the most telling cases first, and the row says what was not reached")
+    p.add_argument("--contract", choices=("sdpa", "varlen"), default="sdpa",
+                   help="which contract's survey (default sdpa: survey.json and survey.md; "
+                   "varlen: the adapters of attnzoo/survey/varlen_adapters, survey-varlen.json "
+                   "and survey-varlen.md)")
     p.add_argument("--render-only", action="store_true",
                    help="run nothing: write survey.md again from the survey.json in --output-dir")
     p.set_defaults(run=cmd_survey)
@@ -231,15 +235,20 @@ def cmd_gpu(args):
 
 def cmd_survey(args):
     from attnzoo.survey.command import main as survey
-    from attnzoo.survey.command import render
+    from attnzoo.survey.command import render, varlen_main, varlen_render
 
+    varlen = args.contract == "varlen"
     if args.render_only:
-        return render(args.output_dir)
+        return varlen_render(args.output_dir) if varlen else render(args.output_dir)
     if args.seed < 0:
         raise UsageError(f"--seed must be 0 or more, not {args.seed}")
     if args.budget:
         options.check_seconds("--budget", args.budget)
-    return survey(args.only, args.output_dir, args.dtype, args.seed, args.depth, args.budget)
+    if varlen:
+        return varlen_main(args.only, args.output_dir, args.dtype, args.seed, args.depth,
+                           args.budget)
+    budget = 300.0 if args.budget is None else args.budget
+    return survey(args.only, args.output_dir, args.dtype, args.seed, args.depth, budget)
 
 
 def cmd_new(args):

@@ -11,9 +11,13 @@ import importlib
 from attnzoo.sandbox.target import BadTarget
 
 
-def loader(declaration, fn, before=None):
+def loader(declaration, fn, before=None, name="sdpa"):
+    """The module ``__getattr__`` that gives ``fn`` as ``name`` (``sdpa``, or a varlen
+    adapter's ``attn_varlen``), the library imported first."""
+    wanted = name
+
     def __getattr__(name):
-        if name != "sdpa":
+        if name != wanted:
             raise AttributeError(name)
         try:
             if before is not None:
