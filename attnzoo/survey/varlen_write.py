@@ -112,7 +112,8 @@ def section(row, doc):
     first = {}  # each review in full once per implementation, then referred to
     for r, f in flagged:
         case = (f.get("evidence") or {}).get("case") or "-"
-        out += ["", f"#### `{f['detector']}`, {r['dtype']}: {WORDS.get(f['verdict'], f['verdict'])}",
+        said = WORDS.get(f["verdict"], f["verdict"])
+        out += ["", f"#### `{f['detector']}`, {r['dtype']}: {said}",
                 "", f"Case: {case}.", "", "```text", *shown(f["message"]), "```", "",
                 "Reproduce (from the repository root):", "", "```sh", f["reproduce"]["command"],
                 "```"]

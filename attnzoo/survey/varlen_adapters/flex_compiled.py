@@ -44,7 +44,8 @@ import torch
 from torch.nn.attention.flex_attention import AuxRequest, flex_attention
 q = torch.randn(1, 2, 4, 8)
 torch.compile(flex_attention)(q, q, q, return_aux=AuxRequest(lse=True))
-# InductorError: ... torch.compile on CPU only supports inference and `return_lse` is not supported yet.
+# InductorError: ... torch.compile on CPU only supports inference and
+# `return_lse` is not supported yet.
 """)
 
 RECOMPILE = dict(

@@ -11,8 +11,13 @@ generates dynamic kernels).
 from attnzoo.survey.varlen_adapters import Declaration, Review, loader
 from attnzoo.survey.varlen_adapters.flex import API, BLOG, MASKED_VALUES_READ
 from attnzoo.survey.varlen_adapters.flex_compiled import DECLARATION as DYNAMIC
-from attnzoo.survey.varlen_adapters.flex_compiled import (LSE_DETECTORS, NO_BACKWARD, NO_KEYS,
-                                                          NO_LSE, compiled)
+from attnzoo.survey.varlen_adapters.flex_compiled import (
+    LSE_DETECTORS,
+    NO_BACKWARD,
+    NO_KEYS,
+    NO_LSE,
+    compiled,
+)
 
 DECLARATION = Declaration(
     name="flex-compiled-static", title="torch.compile(flex_attention, dynamic=False)",
