@@ -38,6 +38,10 @@ class Declaration:
     window_counting_docs: str = ""
     dtypes: tuple = DTYPES
     dtypes_docs: str = ""  # where it says so, when it declares fewer dtypes
+    # what the library's API has no way to spell (detectors.kit.varlen_capabilities): those
+    # cases are set aside, as check --contract varlen --unsupported sets them aside
+    unsupported: tuple = ()
+    unsupported_docs: str = ""  # the link that shows it (the function's signature, say)
     call_seconds: float = 30.0  # time limit per call (a compiling kernel needs more)
     install: str = "pip install torch"
 
@@ -52,6 +56,14 @@ class Declaration:
             if not getattr(self, f"{what}_docs"):
                 raise ValueError(f"{self.name}: declares {what} {value!r} without "
                                  f"{what}_docs, the link that states it")
+        from detectors.kit.varlen_capabilities import parse
+
+        if parse(self.unsupported) != tuple(self.unsupported):
+            raise ValueError(f"{self.name}: unsupported must be a tuple in the vocabulary's "
+                             f"order: {', '.join(parse(self.unsupported))}")
+        if self.unsupported and not self.unsupported_docs:
+            raise ValueError(f"{self.name}: declares unsupported features without "
+                             "unsupported_docs, the link that shows it")
         if set(self.dtypes) - set(DTYPES) or not self.dtypes:
             raise ValueError(f"{self.name}: dtypes must be among {', '.join(DTYPES)}")
         if tuple(self.dtypes) != DTYPES and not self.dtypes_docs:
