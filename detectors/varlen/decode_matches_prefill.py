@@ -10,6 +10,7 @@ alignment is not held to it: under top-left a decoding query sees only the first
 """
 
 from detectors.kit import varlen
+from detectors.kit.verdict import NotApplicable
 
 PROPERTY = ("With bottom-right causal alignment, decoding (and chunked prefill) against a cache "
             "equals the matching last rows of the full prefill.")
@@ -31,8 +32,9 @@ def prefills(seed):
 
 
 def check(subject):
-    if subject.alignment != "bottom-right":
-        return  # the property is bottom-right's; top-left targets are judged by the others
+    if subject.alignment != "bottom-right":  # top-left targets are judged by the others
+        raise NotApplicable("the property is bottom-right alignment's; the target declares "
+                            f"{subject.alignment}")
     for prefill in prefills(subject.seed * 1000 + 500):
         prefill = subject.plain(prefill.to(subject.dtype))
         if prefill is None:
