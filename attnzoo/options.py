@@ -38,7 +38,8 @@ EMPTY_ROWS = ("zero", "uniform")
 # key gives 0 with LSE -inf (V8), LSE +inf (FA2's non-split path), or attends its whole sequence
 # (HF's unmask_unattended); a bounded window side counts only the keys past the query, or the
 # query's own key too (HF's sliding_window)
-VARLEN_EMPTY_ROWS = {"zero": "zero", "lse-inf": "lse +inf", "unmasked": "unmasked"}
+VARLEN_EMPTY_ROWS = {"zero": "zero", "lse-inf": "lse +inf", "unmasked": "unmasked",
+                     "uniform": "uniform"}
 WINDOW_COUNTINGS = {"inclusive": "inclusive", "counts-current-token": "counts the current token"}
 ISOLATIONS = ("strict", "process")  # attnzoo.sandbox.confine's levels
 MEMORY_LIMIT = 8 << 30  # --memory-limit: what one worker may allocate
@@ -58,7 +59,8 @@ HELP = {
     "the mean of the values (a large negative fill, as JAX and keras); a callable may declare "
     "ATTNZOO_EMPTY_ROWS instead. With --contract varlen: zero = zero output and LSE -inf "
     "(default); lse-inf = zero output and LSE +inf (FA2's); unmasked = the row attends every key "
-    "of its sequence (HF's)",
+    "of its sequence (HF's _unmask_unattended); uniform = the mean of its sequence's values (a "
+    "finite fill, HF's eager path)",
     "window_counting": "--contract varlen: what a bounded side of window_size counts: "
     "inclusive = that many keys besides the query's own (default, the contract's); "
     "counts-current-token = the query's own key among them (HF's sliding_window)",

@@ -81,7 +81,7 @@ def test_a_decoy_of_another_convention_is_named_by_its_probe_when_undeclared(ent
 
 def test_every_convention_has_a_decoy_and_bad_declarations_are_refused():
     declared = {(f, v) for e in CONVENTION_DECOYS for f, v in conventions(e.id).items()}
-    assert {("empty_rows", "lse +inf"), ("empty_rows", "unmasked"),
+    assert {("empty_rows", "lse +inf"), ("empty_rows", "unmasked"), ("empty_rows", "uniform"),
             ("window_counting", "counts the current token")} <= declared
     for field in ("empty_rows", "window_counting"):
         with pytest.raises(ValueError):

@@ -33,8 +33,10 @@ from reference.varlen import attend, attn_varlen, key_counts, keys_of, spans
 ALIGNMENTS = ("bottom-right", "top-left")  # V3: bottom-right is the contract's default
 # V8: what a row that sees no key returns. "zero": out 0, LSE -inf (the contract, FA3 and FA2's
 # split path); "lse +inf": out 0, LSE +inf (FA2's non-split path); "unmasked": the row attends
-# every key of its sequence instead (HF's _unmask_unattended), 0 and -inf when it has none
-EMPTY_ROWS = ("zero", "lse +inf", "unmasked")
+# every key of its sequence instead (HF's _unmask_unattended), 0 and -inf when it has none;
+# "uniform": the mean of its sequence's values, the equal weights a finite fill (finfo.min)
+# gives every key, its LSE unjudged (0 when it has no key)
+EMPTY_ROWS = ("zero", "lse +inf", "unmasked", "uniform")
 # V4: how window_size=(wl, wr) counts. "inclusive": d - wl <= j <= d + wr, wl + wr + 1 keys
 # (flash-attention); "counts the current token": each bounded side counts the query's own key,
 # so (W, 0) keeps W keys, as HF/Mistral's sliding_window=W means (W - 1, 0)

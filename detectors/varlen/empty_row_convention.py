@@ -4,7 +4,9 @@ is it the one it declares (the contract's 0 with LSE −∞ unless it declares a
 Special inputs: a sequence with keys whose first queries see none under causal (sq > sk), a
 window that misses every key, and a sequence with no key at all. Libraries differ here:
 flash-attention 3 returns 0 and −∞, flash-attention 2's non-split path 0 and +∞, and HF's
-``_unmask_unattended`` lets such a row attend every key of its sequence. The report names the
+``_unmask_unattended`` lets such a row attend every key of its sequence, and a finite fill
+(``finfo.min``, HF's eager path) weighs its keys equally: the mean of their values. The report
+names the
 convention the target follows, so a mismatch is one finding; the other detectors read empty
 rows in the declared convention.
 """
@@ -32,6 +34,16 @@ def expected(case, alignment, convention):
                                             alignment)
         out = torch.where(empty[:, None, None], every, out)
         lse = torch.where(empty[None, :], every_lse, lse)
+    elif convention == "uniform":
+        Hq, Hk = case.heads
+        out, start = out.clone(), 0
+        for b, sq in enumerate(case.lens_q):
+            _, vb = varlen.sequence_keys(case, b)  # (sk, Hk, Dv)
+            rows = slice(start, start + sq)
+            if len(vb):
+                mean = vb.double().mean(0).repeat_interleave(Hq // Hk, dim=0)  # (Hq, Dv)
+                out[rows] = torch.where(empty[rows, None, None], mean.to(out.dtype), out[rows])
+            start += sq
     return out, lse
 
 
@@ -51,6 +63,9 @@ def check(subject):
                 pass
             continue
         got_lse = torch.where(torch.isposinf(lse), torch.full_like(lse, -math.inf), lse)
+        if convention == "uniform":  # a finite fill's LSE is the fill's: not judged there
+            got_lse = torch.where(varlen.empty_rows(probe, subject.alignment)[None, :],
+                                  want_lse, got_lse)
         if convention == "lse +inf":  # +inf is the declared mark: compare where it is due
             if not torch.equal(torch.isposinf(lse[:, rows]), torch.isposinf(want_lse[:, rows])):
                 continue
