@@ -27,9 +27,10 @@ DECLARATION = Declaration(
              "guard rows 0.",
     causal_alignment="bottom-right", causal_alignment_docs=CACHE,
     # eager_mask fills a masked key with finfo(dtype).min, not -inf: a row that sees no key
-    # gets the same score at every key of its call and weighs them all equally. No convention
-    # of the vocabulary is that; the nearest is "unmasked" (transformers' former
-    # _unmask_unattended: such a row attends every key), and the probe names the difference
+    # gets the same score at every key of its call and weighs them all equally (the SDPA
+    # contract's "uniform"). The varlen conventions have no such word; the nearest is
+    # "unmasked" (transformers' former _unmask_unattended: such a row attends every key), and
+    # the probe names the difference
     empty_rows="unmasked", empty_rows_docs=MASKING,
     window_counting="counts-current-token", window_counting_docs=MASKING,
     dtypes=("float32",), dtypes_docs=GEMMA2,
@@ -42,15 +43,17 @@ DECLARATION = Declaration(
 # the survey's flagged detectors read against the documentation (docs/survey-varlen.md)
 REVIEWS = (
     Review(
-        "empty_row_convention", "float32", "divergence", docs=MASKING,
-        says="eager_mask's docstring: a 4D float mask where 0 means the key takes part in the "
-             "attention and -inf (the minimum value of the dtype) means it does not.",
-        note="the fill is torch.finfo(dtype).min, and in float32 it absorbs every score, so a "
-             "query that every key is masked from weighs all the keys of its call equally: it "
-             "outputs the plain mean of the values whatever the query is, where -inf would "
-             "give NaN and an unmasked row the softmax of its real scores. In a left-padded "
-             "batch the mean takes in the padding. The SDPA survey's hf-eager row shows the "
-             "same fill (checked on transformers 5.24.0).",
+        "empty_row_convention", "float32", "convention", docs=MASKING,
+        says="eager_mask builds a float mask with 0 where a key takes part and the minimum "
+             "value of the dtype (torch.finfo(dtype).min) where it does not, added to the "
+             "scores.",
+        note="in float32 that fill absorbs every score, so a query that every key is masked "
+             "from weighs all the keys of its call equally and outputs the plain mean of the "
+             "values, whatever the query is: the SDPA contract's 'uniform' convention, which "
+             "the SDPA survey's hf-eager row declares. The varlen conventions have no such "
+             "word ('unmasked' takes the softmax of the real scores), so the probe names it "
+             "as none of them. In a left-padded batch the mean takes in the padding (checked "
+             "on transformers 5.24.0).",
         reproduce="""
 import torch
 from transformers.masking_utils import eager_mask
