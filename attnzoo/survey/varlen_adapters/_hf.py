@@ -77,13 +77,15 @@ def mask(implementation, sq, sk, causal, window_left, dtype):
 
 
 def alibi_bias(slopes, b, sq, sk, dtype):
-    """(1, Hq, sq, sk): ``−slope·|d − j|`` for sequence b, d = i + sk − sq."""
+    """(1, Hq, sq, sk): ``−slope·|d − j|`` for sequence b, d = i + sk − sq, computed in
+    float32 (float64 for float64) and given the inputs' dtype once, as the library takes it."""
     import torch
 
-    s = (slopes[b] if slopes.dim() == 2 else slopes).to(dtype)
-    d = torch.arange(sq, dtype=dtype) + (sk - sq)
-    j = torch.arange(sk, dtype=dtype)
-    return (-s[:, None, None] * (d[:, None] - j[None, :]).abs())[None]
+    work = torch.float64 if dtype == torch.float64 else torch.float32
+    s = (slopes[b] if slopes.dim() == 2 else slopes).to(work)
+    d = torch.arange(sq, dtype=work) + (sk - sq)
+    j = torch.arange(sk, dtype=work)
+    return (-s[:, None, None] * (d[:, None] - j[None, :]).abs())[None].to(dtype)
 
 
 def attend(forward, declared, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table,
