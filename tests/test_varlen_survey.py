@@ -2,6 +2,7 @@
 divergence is flagged with a reproduction that reproduces it, the committed page is what its
 JSON renders to, and the flex adapter gives the reference's answers where flex is right."""
 
+import importlib
 import json
 import subprocess
 import sys
@@ -100,3 +101,18 @@ def test_the_eager_flex_adapter_gives_the_reference_answer(name):
                                                                    torch.isinf(want_lse))
     finite = torch.isfinite(want_lse)
     assert torch.allclose(lse[finite], want_lse[finite], atol=1e-10)
+
+
+@pytest.mark.parametrize("module", ["hf_sdpa", "hf_eager"])
+def test_the_transformers_adapters_refuse_what_they_declare_unsupported(module):
+    """A call that uses a word the adapter declared raises NotImplementedError before the
+    library is reached (so this runs without transformers), never drops the argument."""
+    adapter = importlib.import_module(f"attnzoo.survey.varlen_adapters.{module}")
+    declared = adapter.DECLARATION.unsupported
+    case = next(c for c in battery(0, "quick") if c.name == "chunked prefill, GQA")
+    uses = {"window_right": dict(window_size=(2, 1)), "softcap": dict(softcap=2.0),
+            "lse": dict(return_lse=True)}
+    assert {w for w in declared if w in uses} == set(declared)
+    for word in declared:
+        with pytest.raises(NotImplementedError):
+            adapter._attn_varlen(case.q, case.k, case.v, **{**case.args, **uses[word]})
