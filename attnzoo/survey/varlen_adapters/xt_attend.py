@@ -55,6 +55,65 @@ DECLARATION = Declaration(
     unsupported=("float64", "lse"), unsupported_docs=ATTEND,
 )
 
+# the survey's flagged detectors read against x-transformers' source, its documentation
+# (docs/survey-varlen.md)
+
+CAUSAL_EMPTY_ROWS = dict(
+    kind="divergence", docs=ATTEND,
+    says="Attend zeroes the output of a row that is entirely masked out ('for a row that is "
+         "entirely masked out, should zero out the output of that row token'); its causal mask "
+         "create_causal_mask(i, j) = ones(i, j).triu(j - i + 1) aligns the last query with the "
+         "last key.",
+    note="only rows that the mask argument empties are zeroed: with causal=True and more "
+         "queries than keys, the first sq - sk queries see no key, every score is "
+         "-finfo.max, and the row is the mean of the sequence's values (its gradient reaches "
+         "every value). Rows that see a key follow bottom-right (on the convention probe, "
+         "within 2.1e-7 of the reference; top-left is off by 2.6). The SDPA survey's xt-attend "
+         "row reviews the same behaviour. Checked on x-transformers 2.31.10.",
+    reproduce="""
+import torch
+from x_transformers.attend import Attend
+torch.manual_seed(0)
+q, k, v = torch.randn(1, 1, 3, 8), torch.randn(1, 1, 2, 8), torch.randn(1, 1, 2, 8)
+out, _ = Attend(causal=True)(q, k, v)  # bottom-right: query 0 sees no key
+print(torch.allclose(out[0, 0, 0], v[0, 0].mean(0)))  # True: the mean of the values, not 0
+mask = torch.ones(1, 1, 3, 2, dtype=torch.bool)
+mask[..., 0, :] = False  # the same row emptied by the mask instead
+print(Attend()(q, k, v, mask=mask)[0][0, 0, 0].abs().max())  # tensor(0.): zeroed
+""")
+
+BIAS_THEN_CAP = dict(
+    kind="convention", docs=ATTEND,
+    says="Attend.forward adds attn_bias to the scaled scores and then soft-clamps them "
+         "(sim = sim + attn_bias; sim = softclamp(sim, logit_softclamp_value)): the cap "
+         "bounds score plus bias, where the contract caps the score and adds ALiBi after.",
+    note="with softcap and ALiBi together (the MQA and GQA cases with every feature) the "
+         "output is tanh((s + bias)/c)·c's within 3.5e-7 and differs from the contract's by up "
+         "to 1.3; with either alone it is the reference's. FlashInfer orders them so too "
+         "(docs/varlen.md). Checked on x-transformers 2.31.10.",
+    reproduce="""
+import torch
+from x_transformers.attend import Attend
+from x_transformers.x_transformers import AlibiPositionalBias
+torch.manual_seed(0)
+q, k, v = torch.randn(1, 2, 4, 8), torch.randn(1, 2, 4, 8), torch.randn(1, 2, 4, 8)
+bias = AlibiPositionalBias(heads=2, slopes=[0.5, 0.25])(4, 4)  # (2, 4, 4)
+out, _ = Attend(softclamp_logits=True, logit_softclamp_value=1.0)(q, k, v, attn_bias=bias)
+s = q @ k.transpose(-1, -2) * 8 ** -0.5
+print((out - torch.tanh(s + bias).softmax(-1) @ v).abs().max())  # tensor(0.): bias, then cap
+print((out - (torch.tanh(s) + bias).softmax(-1) @ v).abs().max())  # 0.1953: not cap, bias
+""")
+
+REVIEWS = tuple(
+    Review(detector, "float32", **review)
+    for detector, review in (("matches_reference", CAUSAL_EMPTY_ROWS),
+                             ("gradients_match_reference", CAUSAL_EMPTY_ROWS),
+                             ("window_is_a_key_slice", CAUSAL_EMPTY_ROWS),
+                             ("causal_diagonal_convention", CAUSAL_EMPTY_ROWS),
+                             ("empty_row_convention", CAUSAL_EMPTY_ROWS),
+                             ("rows_without_keys_are_zero", CAUSAL_EMPTY_ROWS),
+                             ("softcap_limit_and_order", BIAS_THEN_CAP)))
+
 
 def _attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k=None, *, max_seqlen_q, max_seqlen_k,
                  seqused_k=None, block_table=None, softmax_scale=None, causal=False,
