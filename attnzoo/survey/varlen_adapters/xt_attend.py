@@ -104,10 +104,16 @@ print((out - torch.tanh(s + bias).softmax(-1) @ v).abs().max())  # tensor(0.): b
 print((out - (torch.tanh(s) + bias).softmax(-1) @ v).abs().max())  # 0.1953: not cap, bias
 """)
 
+# matches_reference and gradients_match_reference stop at the causal case; later ones differ too
+BOTH = dict(CAUSAL_EMPTY_ROWS, note=CAUSAL_EMPTY_ROWS["note"] + " The MQA and GQA cases with "
+            "every feature differ as well, by the bias-then-cap order (softcap_limit_and_order's "
+            "review); every other case of the battery is within 1.5e-5 of the reference, "
+            "gradients included.")
+
 REVIEWS = tuple(
     Review(detector, "float32", **review)
-    for detector, review in (("matches_reference", CAUSAL_EMPTY_ROWS),
-                             ("gradients_match_reference", CAUSAL_EMPTY_ROWS),
+    for detector, review in (("matches_reference", BOTH),
+                             ("gradients_match_reference", BOTH),
                              ("window_is_a_key_slice", CAUSAL_EMPTY_ROWS),
                              ("causal_diagonal_convention", CAUSAL_EMPTY_ROWS),
                              ("empty_row_convention", CAUSAL_EMPTY_ROWS),
