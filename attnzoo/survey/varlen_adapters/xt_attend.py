@@ -2,9 +2,10 @@
 its ``AlibiPositionalBias`` (x_transformers.x_transformers) as the ALiBi bias.
 
 Attend has no packing on the CPU (``flash_pack_seq`` hands a packed batch to flash-attn's CUDA
-varlen kernel), so the adapter makes one Attend call per sequence, each (1, H, s, D), as
-x-transformers' ``Attention`` calls it, and writes the sequence's rows back; the guard rows of
-q past ``cu_seqlens_q[-1]`` belong to no sequence and come back 0. What it converts:
+varlen kernel), so the adapter makes one Attend call per sequence, a batch of one in the
+(batch, heads, tokens, dim) layout x-transformers' ``Attention`` passes, and writes the
+sequence's rows back; the guard rows of q past ``cu_seqlens_q[-1]`` belong to no sequence and
+come back 0. What it converts:
 
 - layout: a sequence's packed rows to (1, H, s, D) and back; its keys are the first
   ``seqused_k[b]`` (else all) of its span; a paged cache is gathered by :func:`._flex.gather_pages`,
@@ -20,7 +21,8 @@ q past ``cu_seqlens_q[-1]`` belong to no sequence and come back 0. What it conve
   ``scale``;
 - ALiBi: the contract's slopes passed to ``AlibiPositionalBias(heads, slopes=...)``, its
   documented argument, whose bias ``-slope·|j - (i + sk - sq)|`` goes to Attend's ``attn_bias``
-  as x-transformers' ``Attention`` passes it; per-batch slopes, one bias module per sequence.
+  as x-transformers' ``Attention`` passes it; per-batch slopes, one bias module per sequence
+  (https://github.com/lucidrains/x-transformers/blob/main/x_transformers/x_transformers.py).
 
 Attend adds ``attn_bias`` before it soft-clamps; the adapter leaves that order as it is.
 ``max_seqlen_q``/``max_seqlen_k`` are sizes the library needs no hint of. Attend returns no LSE,
@@ -32,7 +34,6 @@ from attnzoo.survey.varlen_adapters import Declaration, Review, loader
 
 REPO = "https://github.com/lucidrains/x-transformers"
 ATTEND = REPO + "/blob/main/x_transformers/attend.py"
-XT = REPO + "/blob/main/x_transformers/x_transformers.py"
 
 DECLARATION = Declaration(
     name="xt-attend", title="x-transformers Attend(flash=False) with AlibiPositionalBias",
