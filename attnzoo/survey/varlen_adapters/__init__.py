@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from attnzoo.options import VARLEN_EMPTY_ROWS, WINDOW_COUNTINGS
 
-NAMES = ("flex", "flex_compiled", "flex_compiled_static")
+NAMES = ("flex", "flex_compiled", "flex_compiled_static", "jax_nn")
 ALIGNMENTS = ("bottom-right", "top-left")  # check --causal-alignment
 DTYPES = ("float32", "float64")
 
