@@ -23,8 +23,14 @@ back; rows of q past ``cu_seqlens_q[-1]`` belong to no sequence, are never sent,
 - a paged cache: gathered by the adapter (:func:`._flex.gather_pages`), so page placement tests
   the adapter, not JAX;
 - torch ↔ NumPy ↔ JAX arrays, values and dtype unchanged; float64 needs ``jax_enable_x64``,
-  switched on before each call, as the SDPA survey's adapter does.
+  switched on before each call, as the SDPA survey's adapter does;
+- gradients: JAX differentiates its own functions (``jax.vjp``), not torch's graph, so when q,
+  k or v requires grad the call is made through ``jax.vjp`` and a ``torch.autograd.Function``
+  whose backward pads the upstream gradient, calls JAX's vjp and packs its answers (rows and
+  keys no sequence owns get 0); the LSE is JAX's ``stop_gradient``-ed residual, no gradient.
 """
+
+import functools
 
 from attnzoo.survey.varlen_adapters import Declaration, Review, loader
 
@@ -38,7 +44,8 @@ DECLARATION = Declaration(
              "query_seq_lengths and key_value_seq_lengths (keys past seqused_k laid in and "
              "marked by those lengths), the owned rows read back, guard rows 0 with LSE -inf; "
              "an unbounded window side (-1) as T + S; ALiBi as JAX's documented float bias "
-             "-slope*|i - j|; the paged cache gathered by the adapter; torch to NumPy and back.",
+             "-slope*|i - j|; the paged cache gathered by the adapter; torch to NumPy and back, "
+             "and torch autograd to JAX's own jax.vjp and back.",
     # _get_causal_mask is jnp.tril(ones((T, S))): query i sees keys 0..i
     causal_alignment="top-left", causal_alignment_docs=SOURCE,
     # JAX states nothing for a row with no visible key; its XLA path replaces every masked
@@ -49,7 +56,7 @@ DECLARATION = Declaration(
     # "if local_window_size == (3, 2) ... token c can attend to [3, 4, 5, c, 7, 8]"
     window_counting="inclusive", window_counting_docs=API,
     # no softcap argument; "value: value array, should have the same shape as the key array"
-    unsupported=("softcap", "dv_ne_d", "autograd"), unsupported_docs=API,
+    unsupported=("softcap", "dv_ne_d"), unsupported_docs=API,
     # "Softmax is always computed in float32" (_get_large_negative; _dot_product_attention_core
     # casts the logits to float32 before the softmax): float64 inputs get float32 accuracy
     dtypes=("float32",), dtypes_docs=SOURCE,
@@ -135,17 +142,22 @@ def _attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k=None, *, max_seqlen_q, max_
     allocated = [cu_k[b + 1] - cu_k[b] for b in range(B)]
     used = allocated if seqused_k is None else [int(x) for x in seqused_k.tolist()]
     T, S = max(lens_q, default=0), max(allocated, default=0)
-    Hq, D = q.shape[1:]
-    Hk = k.shape[1]
-    dtype = q.detach().numpy().dtype
+    Hq = q.shape[1]
+    dtype = torch.empty(0, dtype=q.dtype).numpy().dtype
 
-    qp = np.zeros((B, T, Hq, D), dtype)
-    kp, vp = np.zeros((B, S, Hk, D), dtype), np.zeros((B, S, Hk, D), dtype)
-    qn, kn, vn = (t.detach().cpu().numpy() for t in (q, k, v))
-    for b in range(B):
-        qp[b, :lens_q[b]] = qn[cu_q[b]:cu_q[b + 1]]
-        kp[b, :allocated[b]] = kn[cu_k[b]:cu_k[b + 1]]
-        vp[b, :allocated[b]] = vn[cu_k[b]:cu_k[b + 1]]
+    def pad(x, cu, lens, width):  # packed (total, H, D) torch -> padded (B, width, H, D) NumPy
+        x = x.detach().cpu().numpy()
+        out = np.zeros((B, width, *x.shape[1:]), x.dtype)
+        for b in range(B):
+            out[b, :lens[b]] = x[cu[b]:cu[b] + lens[b]]
+        return out
+
+    def unpad(xp, cu, lens, total):  # padded (B, width, H, D) -> packed, rows no one owns 0
+        xp = np.asarray(xp)
+        out = torch.zeros(total, *xp.shape[2:], dtype=q.dtype)
+        for b in range(B):
+            out[cu[b]:cu[b] + lens[b]] = torch.from_numpy(np.array(xp[b, :lens[b]]))
+        return out
 
     window = None
     if tuple(window_size) != (-1, -1):
@@ -156,21 +168,55 @@ def _attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k=None, *, max_seqlen_q, max_
         slopes = slopes.reshape((-1 if slopes.ndim == 2 else 1, Hq, 1, 1))
         i, j = np.arange(T)[:, None], np.arange(S)[None, :]
         bias = -slopes * np.abs(i - j).astype(dtype)  # (B|1, N, T, S), JAX's diagonal i
-    got = jax.nn.dot_product_attention(
-        qp, kp, vp, bias=bias, scale=softmax_scale, is_causal=causal,
-        query_seq_lengths=np.array(lens_q, np.int32), key_value_seq_lengths=np.array(used, np.int32),
-        local_window_size=window, return_residual=return_lse)
-    out_p, lse_p = got if return_lse else (got, None)
-    out_p = np.asarray(out_p)
 
-    out = torch.zeros(q.shape[0], Hq, D, dtype=q.dtype)
-    lse = torch.full((Hq, q.shape[0]), -torch.inf, dtype=q.dtype) if return_lse else None
+    def attend(qp, kp, vp):  # (out, lse) of the padded batch, JAX's own
+        return jax.nn.dot_product_attention(
+            qp, kp, vp, bias=bias, scale=softmax_scale, is_causal=causal,
+            query_seq_lengths=np.array(lens_q, np.int32),
+            key_value_seq_lengths=np.array(used, np.int32), local_window_size=window,
+            return_residual=True)
+
+    padded = (pad(q, cu_q, lens_q, T), pad(k, cu_k, allocated, S), pad(v, cu_k, allocated, S))
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+        out_p, backward, lse_p = jax.vjp(attend, *padded, has_aux=True)
+
+        def grads(g):  # the upstream gradient padded, JAX's vjp, its answers packed
+            dq, dk, dv = backward(pad(g, cu_q, lens_q, T))
+            return (unpad(dq, cu_q, lens_q, q.shape[0]),
+                    unpad(dk, cu_k, allocated, k.shape[0]),
+                    unpad(dv, cu_k, allocated, v.shape[0]))
+
+        out = _vjp_function().apply(q, k, v, lambda: unpad(out_p, cu_q, lens_q, q.shape[0]),
+                                    grads)
+    else:
+        out_p, lse_p = attend(*padded)
+        out = unpad(out_p, cu_q, lens_q, q.shape[0])
+    if not return_lse:
+        return out
+    lse = torch.full((Hq, q.shape[0]), -torch.inf, dtype=q.dtype)  # guard rows: -inf
+    lse_p = np.asarray(lse_p)
     for b in range(B):
-        rows = slice(cu_q[b], cu_q[b + 1])
-        out[rows] = torch.from_numpy(np.array(out_p[b, :lens_q[b]]))
-        if return_lse:
-            lse[:, rows] = torch.from_numpy(np.array(lse_p[b, :lens_q[b]])).T
-    return (out, lse) if return_lse else out
+        lse[:, cu_q[b]:cu_q[b + 1]] = torch.from_numpy(np.array(lse_p[b, :lens_q[b]])).T
+    return out, lse
+
+
+@functools.cache
+def _vjp_function():
+    """A torch.autograd.Function whose forward is JAX's answer and whose backward is JAX's
+    vjp (jax.vjp), so torch autograd reaches JAX's own gradients."""
+    import torch
+
+    class Vjp(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, q, k, v, answer, grads):
+            ctx.grads = grads
+            return answer()
+
+        @staticmethod
+        def backward(ctx, g):
+            return (*ctx.grads(g.contiguous()), None, None)
+
+    return Vjp
 
 
 __getattr__ = loader(DECLARATION, _attn_varlen)
