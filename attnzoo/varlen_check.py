@@ -25,7 +25,16 @@ from attnzoo.grade.proxy import Connection, Gone
 from attnzoo.inert import inert
 from attnzoo.options import VARLEN_EMPTY_ROWS, WINDOW_COUNTINGS, BadInput, Options
 from attnzoo.sandbox import hygiene, session, wire
-from detectors.kit.verdict import CRASHED, ERROR, HUNG, KILLED, NA, SURVIVED, NotApplicable
+from detectors.kit.verdict import (
+    CRASHED,
+    ERROR,
+    HUNG,
+    KILLED,
+    NA,
+    SURVIVED,
+    UNSUPPORTED,
+    NotApplicable,
+)
 
 CONTRACT = "varlen"
 DEFAULT_ALIGNMENT = "bottom-right"  # V3: the contract's diagonal
@@ -40,7 +49,6 @@ SIGNATURE = ("attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k=None, *, max_seqle
 NOT_TAKEN = (
     ("backend", None, "--backend is the lesson contract's; varlen targets take torch tensors"),
     ("mask_convention", "keep", "--mask-convention is SDPA's; varlen has no mask argument"),
-    ("unsupported", (), "--unsupported is SDPA's vocabulary"),
     ("refuses", (), "--refuses is SDPA's"),
     ("expect", None, "--expect reads SDPA detectors' expectations"),
     ("repro_dir", None, "--repro-dir writes SDPA reproductions"),
@@ -88,7 +96,8 @@ class Finding:
         return {"detector": self.detector, "verdict": str(self.verdict),
                 "message": self.message, "dtype": self.dtype or None,
                 "evidence": {"case": self.case} if self.case else None, "calls": self.calls,
-                "seconds": round(self.seconds, 3), "impl_seconds": round(self.impl_seconds, 3)}
+                "seconds": round(self.seconds, 3), "impl_seconds": round(self.impl_seconds, 3),
+                "unsupported": list(self.unsupported), "notes": list(self.notes)}
 
 
 # -- options ------------------------------------------------------------------------------------
@@ -120,12 +129,28 @@ def options(**values):
     empty_rows = convention("--empty-rows", values.pop("empty_rows", None), VARLEN_EMPTY_ROWS)
     counting = convention("--window-counting", values.pop("window_counting", None),
                           WINDOW_COUNTINGS)
+    lacks = unsupported(values.pop("unsupported", None))
     chosen = detectors_named(values.pop("only", None) or ())
     if values.get("causal_alignment") is None:
         values["causal_alignment"] = DEFAULT_ALIGNMENT
     built = Options.build(**values)
     return dataclasses.replace(built, only=tuple(d.NAME for d in chosen), empty_rows=empty_rows,
-                               window_counting=counting), chosen
+                               window_counting=counting, unsupported=lacks), chosen
+
+
+def unsupported(words):
+    """The varlen vocabulary's words a target declares it lacks (``--unsupported``'s text or a
+    sequence); "help" lists the vocabulary. BadInput names an unknown word."""
+    from detectors.kit.varlen_capabilities import VOCABULARY, parse
+
+    text = words if isinstance(words, str) else ",".join(words or ())
+    if text.strip() == "help":
+        raise BadInput("--unsupported takes, for --contract varlen, a comma-separated list of: "
+                       + "; ".join(f"{k} ({v})" for k, v in VOCABULARY.items()))
+    try:
+        return parse(text)
+    except ValueError as e:
+        raise BadInput(f"--unsupported: {e}") from None
 
 
 def convention(option, value, spellings):
@@ -348,8 +373,8 @@ def run(locator, options, chosen, *, name=None, progress=None):
     target = {"name": name or locator, "locator": locator, "contract": CONTRACT,
               "backend": "torch", "causal_alignment": options.causal_alignment,
               "empty_rows": options.empty_rows, "window_counting": options.window_counting,
-              "device": "cpu", "dtype": options.dtype, "dtypes": list(dtypes(options)),
-              "seed": options.seed}
+              "unsupported": list(options.unsupported), "device": "cpu",
+              "dtype": options.dtype, "dtypes": list(dtypes(options)), "seed": options.seed}
     return {
         "schema": SCHEMA,
         "command": "check",
@@ -394,16 +419,22 @@ def one(detector, worker, options, name, on_call=None):
 
     proxy = _callable(worker.connection, on_call)
     target = varlen.Target(fn=proxy, name=name, causal_alignment=options.causal_alignment,
-                           empty_rows=options.empty_rows, window_counting=options.window_counting)
+                           empty_rows=options.empty_rows, window_counting=options.window_counting,
+                           unsupported=options.unsupported)
     began, calls, impl = time.perf_counter(), 0, worker.impl_seconds
+    aside, plain = {}, {}  # over the dtypes: cases set aside, cases run without a feature
 
     def done(verdict, message="", dtype="", case="", lost=False):
+        words = sorted({w for found in plain.values() for w in found.split(", ")})
+        notes = [f"{len(plain)} case{'s' if len(plain) != 1 else ''} run without "
+                 f"{', '.join(words)}"] if plain else []
         return Finding(detector.NAME, verdict, inert(message, lines=True), dtype, inert(case),
                        calls, time.perf_counter() - began, worker.impl_seconds - impl,
-                       lost=lost)
+                       unsupported=tuple(aside), notes=tuple(notes), lost=lost)
 
     for dtype in dtypes(options):
         subject = varlen.Subject(target, varlen.DTYPES[dtype], options.seed, options.depth)
+        subject.set_aside, subject.without = aside, plain  # one record over the dtypes
         try:
             worker.connection.fresh()  # a new instance of a callable object's class
             detector.check(subject)
@@ -413,6 +444,9 @@ def one(detector, worker, options, name, on_call=None):
                 return None
             case = subject.calls[-1].name if subject.calls else ""
             return done(lost.verdict, f"{dtype}: {case}: {lost.message}", dtype, case, True)
+        except varlen.SetAside as why:  # what it needs is declared unsupported
+            calls += len(subject.calls)
+            return done(UNSUPPORTED, f"{dtype}: {why}", dtype)
         except NotApplicable as why:  # the property needs what the kernel lacks (autograd)
             calls += len(subject.calls)
             return done(NA, f"{dtype}: {why}", dtype)
@@ -430,6 +464,8 @@ def one(detector, worker, options, name, on_call=None):
             return done(ERROR, f"{dtype}: the detector failed ({type(error).__name__}: {error}):"
                         " a bug in attnzoo, not a verdict on the target", dtype)
         calls += len(subject.calls)
+        if varlen.vacuous(subject):
+            return done(UNSUPPORTED, f"{dtype}: {varlen.vacuous(subject)}", dtype)
     return done(SURVIVED)
 
 
@@ -472,18 +508,31 @@ def text(document, chosen, verbose=False):
              f"{t['name']}: varlen contract, causal alignment {t['causal_alignment']}, "
              f"empty rows {t['empty_rows']}, window counting {t['window_counting']}, "
              f"{', '.join(t['dtypes'])}, depth {document['depth']}, seed {t['seed']}"]
+    if t.get("unsupported"):
+        lines.append(f"  declared unsupported: {', '.join(t['unsupported'])} (cases that use "
+                     "them are run without them where they can be taken out, else set aside"
+                     + ("" if verbose else "; -v lists them per detector") + ")")
     width = max((len(f["detector"]) for f in impl["findings"]), default=0)
+    said = max((len(WORDS[f["verdict"]]) for f in impl["findings"]), default=7)
     for f in impl["findings"]:
-        lines.append(f"  {WORDS[f['verdict']]:<7} {f['detector']:<{width}}  "
+        lines.append(f"  {WORDS[f['verdict']]:<{max(7, said)}} {f['detector']:<{width}}  "
                      f"{props.get(f['detector'], '')}")
         if f["verdict"] != "survived" or verbose and f["message"]:
             lines += [f"          {line}" for line in f["message"].splitlines()]
+        if verbose and f.get("unsupported"):
+            n = len(f["unsupported"])
+            lines.append(f"          {n} case{'s' if n != 1 else ''} set aside: "
+                         + "; ".join(f["unsupported"]))
+        if verbose:
+            lines += [f"          note: {note}" for note in f.get("notes") or ()]
     for n in impl["not_run"]:
         lines.append(f"  {'not run':<7} {n:<{width}}  {props.get(n, '')}")
     parts = [f"{s['passed']} passed", f"{s['flagged']} flagged"]
     detail = [f"{s[k]} {k}" for k in ("crashed", "hung") if s[k]]
     if detail:
         parts[-1] += f" ({', '.join(detail)})"
+    if s.get("unsupported"):
+        parts.append(f"{s['unsupported']} unsupported")
     if s["errors"]:
         parts.append(f"{s['errors']} detector error" + ("s" if s["errors"] != 1 else ""))
     if s["not_run"]:
@@ -494,6 +543,8 @@ def text(document, chosen, verbose=False):
         verdict = f"incomplete: the deadline passed before {', '.join(impl['not_run'])} ran"
     elif s["errors"]:
         verdict = "no verdict: a detector failed"
+    elif not s["passed"]:
+        verdict = "no verdict: nothing was judged (no detector applied)"
     else:
         verdict = "conformant"
     lines.append(f"summary: {', '.join(parts)} in {document['seconds']:.1f} s — {verdict}")

@@ -7,6 +7,7 @@ hand-made outcomes, where the evidence is made to support a feature or not.
 """
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -315,9 +316,12 @@ def test_the_root_causes_smallest_call_is_the_shrunk_one():
     assert shrunk["from"] in cause["cases"] and shrunk["detector"] in cause["detectors"]
     assert shrunk["call"].startswith("f(query (1, 1, ") and shrunk["call"] != \
         cause["smallest"]["call"], shrunk
+    # the text of a second run: a shrink is time-limited, so under load it may stop at another
+    # call as small; the line names one of the root cause's cases and detectors all the same
     text = attnzoo("check", "tests/targets/naive_sdpa.py:sdpa", "--depth", "quick").stdout
-    assert f"     shrunk from case {shrunk['from']} ({shrunk['detector']}): {shrunk['call']}" \
-        in text, text
+    said = re.search(r"^ {5}shrunk from case (.+) \((\w+)\): (f\(query \(1, 1, .*)$", text,
+                     re.MULTILINE)
+    assert said and said[1] in cause["cases"] and said[2] in cause["detectors"], text
 
 
 def _spec_finding(detector, failed, passed):

@@ -2,8 +2,9 @@
 
 Each adapter and dtype is one :func:`attnzoo.varlen_check.run`: the kernel in a confined worker
 of its own behind a relay, the fifteen detectors of ``detectors/varlen/`` here, the adapter's
-declared conventions (causal alignment, empty rows, window counting) as that run's options, so
-that a documented convention is judged as the library states it and never counted as a defect.
+declared conventions (causal alignment, empty rows, window counting) and what its API cannot
+spell (``unsupported``) as that run's options, so that a documented convention is judged as the
+library states it and never counted as a defect, and a missing feature sets cases aside.
 Each run has a deadline; what it did not reach is recorded as not run. A flagged detector
 carries the exact command that reproduces it and, when its case is one of the battery's as it
 stands, a Python call of the adapter on that case.
@@ -72,6 +73,7 @@ def implementation(module, decl, dtypes, seed, depth=DEPTH, deadline=DEADLINE):
         "converts": decl.converts, "dtypes": list(decl.dtypes), "dtypes_docs": decl.dtypes_docs,
         "conventions": {what: {"value": getattr(decl, what), "docs": getattr(decl, f"{what}_docs")}
                         for what in ("causal_alignment", "empty_rows", "window_counting")},
+        "unsupported": {"value": list(decl.unsupported), "docs": decl.unsupported_docs},
         "runs": [], "skipped": None,
     }
     if row["version"] is None:
@@ -99,7 +101,8 @@ def run_one(module, decl, dtype, seed, depth=DEPTH, deadline=DEADLINE):
     options, chosen = varlen_check.options(
         dtype=dtype, depth=depth, seed=seed, causal_alignment=decl.causal_alignment,
         empty_rows=decl.empty_rows, window_counting=decl.window_counting,
-        timeout=decl.call_seconds, warmup=decl.call_seconds, deadline=deadline or 0)
+        unsupported=decl.unsupported, timeout=decl.call_seconds, warmup=decl.call_seconds,
+        deadline=deadline or 0)
     locator = varlen_adapters.locator(module)
     with open(os.devnull, "w") as quiet:
         try:
@@ -111,7 +114,7 @@ def run_one(module, decl, dtype, seed, depth=DEPTH, deadline=DEADLINE):
     impl = document["implementations"][0]
     findings = impl["findings"]
     for f in findings:
-        if f["verdict"] not in ("survived", "not_applicable"):
+        if f["verdict"] not in ("survived", "n/a", "unsupported"):
             f["reproduce"] = reproduction(locator, decl, f, dtype, depth, seed)
     return {"dtype": dtype, "depth": depth, "summary": impl["summary"], "findings": findings,
             "not_run": impl["not_run"], "stopped": document["stopped"],
@@ -126,7 +129,8 @@ def reproduction(locator, decl, finding, dtype, depth, seed):
     command = (f"PYTHONPATH=. python -m attnzoo check {locator} --contract varlen --only "
                f"{finding['detector']} --dtype {dtype} --depth {depth} --seed {seed} "
                f"--causal-alignment {decl.causal_alignment} --empty-rows {decl.empty_rows} "
-               f"--window-counting {decl.window_counting}")
+               f"--window-counting {decl.window_counting}"
+               + (f" --unsupported {','.join(decl.unsupported)}" if decl.unsupported else ""))
     case = (finding.get("evidence") or {}).get("case")
     names = {c.name for c in battery(seed, depth)}
     python = None

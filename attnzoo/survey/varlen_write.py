@@ -14,10 +14,11 @@ from attnzoo.survey.varlen_adapters import KINDS, reviews
 
 JSON, PAGE = "survey-varlen.json", "survey-varlen.md"
 WORDS = {"survived": "ok", "killed": "**flagged**", "nan": "**NaN**", "crashed": "**crashed**",
-         "hung": "**hung**", "not_applicable": "n/a", "error": "detector error"}
+         "hung": "**hung**", "n/a": "n/a", "unsupported": "unsupported",
+         "error": "detector error"}
 CONVENTIONS = (("causal_alignment", "causal alignment"), ("empty_rows", "empty rows"),
                ("window_counting", "window counting"))
-OK = ("survived", "not_applicable")
+OK = ("survived", "n/a", "unsupported")
 MESSAGE_LINES = 12  # a longer message (a compiler's output) is cut here; the JSON has it all
 
 
@@ -33,6 +34,8 @@ def write(doc, folder):
 def cell(run):
     s = run["summary"]
     text = f"{s['flagged']} flagged, {s['passed']} ok, {s['not_applicable']} n/a"
+    if s.get("unsupported"):
+        text += f", {s['unsupported']} unsupported"
     if s["not_run"]:
         text += f", {s['not_run']} not run (deadline)"
     if s["errors"]:
@@ -46,6 +49,16 @@ def conventions(row, links=True):
         c = row["conventions"][key]
         parts.append(f"{words} {c['value']}" + (f" ([stated]({c['docs']}))" if links else ""))
     return ", ".join(parts)
+
+
+def unsupported(row):
+    """The line naming what the library's API cannot spell, with its link; none if nothing."""
+    declared = (row.get("unsupported") or {}).get("value")
+    if not declared:
+        return []
+    return [f"- unsupported (its API has no spelling for them; those cases are run without "
+            f"them where they can be taken out, else set aside): {', '.join(declared)} "
+            f"([shown]({row['unsupported']['docs']}))"]
 
 
 def markdown(doc):
@@ -87,6 +100,7 @@ def section(row, doc):
            f"documentation: <{row['docs']}>",
            f"- adapter: [`{row['adapter']}`](../{row['adapter']}); it converts: {row['converts']}",
            f"- conventions: {conventions(row)}",
+           *unsupported(row),
            f"- dtypes: {', '.join(row['dtypes'])}"
            + (f" (it takes no other: [stated]({row['dtypes_docs']}))" if row["dtypes_docs"]
               else "")]

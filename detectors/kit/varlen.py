@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
+from detectors.kit import varlen_capabilities
 from detectors.kit.depths import DEPTHS
 from detectors.kit.verdict import NotApplicable
 from reference.varlen import attend, attn_varlen, key_counts, keys_of, spans
@@ -48,6 +49,11 @@ GARBAGE = 7.0  # the scale of the finite garbage left in padding
 
 class VarlenMismatch(AssertionError):
     """A varlen property failed: the message names the case, the relation and the evidence."""
+
+
+class SetAside(NotApplicable):
+    """What the detector needs is declared unsupported by the target: the detector is
+    ``unsupported`` for it, as a case of the SDPA contract is."""
 
 
 @dataclass(frozen=True)
@@ -380,17 +386,84 @@ def permute_pages(case, seed):
     return case.with_(case.name + " (pages moved)", k=k, v=v, block_table=table)
 
 
-def unpaged(case):
-    """The paged case with its keys packed end to end instead (the same keys, no table)."""
+def unpaged(case, name=None):
+    """The paged case (or one with seqused_k) with the keys each sequence uses packed end to
+    end instead: the same keys, no table, nothing allocated past them."""
     ks, vs = [], []
     for b, n in enumerate(case.lens_k):
-        kb, vb = keys_of(case.k, case.v, b, n, None, case.args["block_table"])
+        kb, vb = keys_of(case.k, case.v, b, n, case.args.get("cu_seqlens_k"),
+                         case.args.get("block_table"))
         ks.append(kb)
         vs.append(vb)
     args = {a: x for a, x in case.args.items() if a not in ("block_table", "seqused_k")}
     args["cu_seqlens_k"] = cumulative(case.lens_k)
-    return replace(case, name=case.name + " (keys packed, no pages)", k=torch.cat(ks),
+    return replace(case, name=name or case.name + " (keys packed, no pages)", k=torch.cat(ks),
                    v=torch.cat(vs), args=args)
+
+
+def only_sequences(case, keep):
+    """The case with only the sequences ``keep`` (in order; the guard rows and the padding
+    stay), or None when it keeps none."""
+    if not keep:
+        return None
+    a, span = case.args, lambda cu, b: torch.arange(int(cu[b]), int(cu[b + 1]))
+    cu_q = a["cu_seqlens_q"]
+    rows = torch.cat([span(cu_q, b) for b in keep] + [torch.arange(int(cu_q[-1]),
+                                                                   case.q.shape[0])])
+    lens_q, lens_k = tuple(case.lens_q[b] for b in keep), tuple(case.lens_k[b] for b in keep)
+    args = dict(a, cu_seqlens_q=cumulative(lens_q), max_seqlen_q=max(lens_q))
+    k, v, picked = case.k, case.v, torch.tensor(keep)
+    if case.paged:
+        args.update(block_table=a["block_table"][picked], seqused_k=a["seqused_k"][picked])
+    else:
+        cu_k = a["cu_seqlens_k"]
+        keys = torch.cat([span(cu_k, b) for b in keep] + [torch.arange(int(cu_k[-1]),
+                                                                       case.k.shape[0])])
+        k, v = case.k[keys], case.v[keys]
+        args["cu_seqlens_k"] = cumulative([int(cu_k[b + 1] - cu_k[b]) for b in keep])
+        if a.get("seqused_k") is not None:
+            args["seqused_k"] = a["seqused_k"][picked]
+    slopes = a.get("alibi_slopes")
+    if slopes is not None and slopes.dim() == 2:
+        args["alibi_slopes"] = slopes[picked]
+    return replace(case, q=case.q[rows], k=k, v=v, args=args, lens_q=lens_q, lens_k=lens_k)
+
+
+def without(case, words):
+    """``case`` with the features ``words`` name taken out, each replaced by the contract's
+    plain spelling (no table, no cap, no ALiBi, one key/value head per query head, …), so that
+    the rest of the case is still judged; None when a word names what cannot be taken out (a
+    sequence's lengths, the dtype)."""
+    plain = case
+    for word in words:
+        a = plain.args
+        if word in ("paged", "seqused_k"):
+            plain = unpaged(plain, plain.name) if plain.paged or "seqused_k" in a else plain
+        elif word == "causal":
+            plain = plain.with_(causal=False)
+        elif word in ("window", "window_right"):
+            plain = plain.with_(window_size=(-1, -1) if word == "window" else
+                                (a["window_size"][0], -1))
+        elif word == "softcap":
+            plain = plain.with_(softcap=0.0)
+        elif word in ("alibi", "alibi_per_batch"):
+            slopes = a.get("alibi_slopes")
+            plain = plain.with_(alibi_slopes=None if word == "alibi" or slopes is None
+                                else slopes[0].clone())  # (B, Hq) -> the first row's, (Hq,)
+        elif word == "gqa":
+            plain = repeated_heads(plain)
+        elif word == "sq_ne_sk":  # the sequences with as many queries as keys, if any
+            plain = only_sequences(plain, [b for b in range(plain.B)
+                                           if plain.lens_q[b] == plain.lens_k[b]])
+            if plain is None:
+                return None
+        elif word == "dv_ne_d":
+            D, Dv = plain.q.shape[-1], plain.v.shape[-1]
+            pad = plain.v.new_zeros(*plain.v.shape[:-1], max(0, D - Dv))
+            plain = plain.with_(v=torch.cat([plain.v[..., :D], pad], -1))
+        else:
+            return None
+    return replace(plain, name=f"{case.name} (without {', '.join(words)})")
 
 
 # -- expected answers ---------------------------------------------------------------------------
@@ -456,15 +529,18 @@ def top_left(q, k, v, cu_seqlens_q, cu_seqlens_k=None, *, max_seqlen_q, max_seql
 
 @dataclass
 class Target:
-    """A varlen callable and the conventions it declares."""
+    """A varlen callable, the conventions it declares, and what it declares it does not
+    support (:mod:`detectors.kit.varlen_capabilities`)."""
 
     fn: object
     name: str = "target"
     causal_alignment: str = "bottom-right"
     empty_rows: str = "zero"
     window_counting: str = "inclusive"
+    unsupported: tuple = ()
 
     def __post_init__(self):
+        self.unsupported = varlen_capabilities.parse(self.unsupported)
         for what, value, allowed in (("causal alignment", self.causal_alignment, ALIGNMENTS),
                                      ("empty rows", self.empty_rows, EMPTY_ROWS),
                                      ("window counting", self.window_counting,
@@ -498,18 +574,65 @@ class Subject:
         self.target, self.dtype, self.seed, self.depth = target, dtype, seed, depth
         self._cases = None
         self.calls = []  # every case sent, for coverage
+        self.set_aside = {}  # case name -> the declared words it uses
+        self.without = {}  # case name -> the declared words it is run without
 
     @property
     def alignment(self):
         return self.target.causal_alignment
 
     def cases(self):
+        """The battery at this dtype, each case that uses what the target declares it does not
+        support run without it where that can be taken out (:func:`without`, recorded in
+        ``without``), else set aside (recorded in ``set_aside``)."""
         if self._cases is None:
-            self._cases = [c.to(self.dtype) for c in battery(self.seed, self.depth)]
+            battery_cases = (c.to(self.dtype) for c in battery(self.seed, self.depth))
+            self._cases = [c for c in map(self.plain, battery_cases) if c is not None]
         return self._cases
 
+    def plain(self, case):
+        """``case``, or, when it uses what the target declares unsupported, the case without
+        it (recorded in ``without``), or None when that cannot be taken out (recorded in
+        ``set_aside``). What every detector does with a case it builds itself."""
+        words = self.lacks(case)
+        if not words:
+            return case
+        plain = without(case, words)
+        if plain is None or self.lacks(plain):
+            self.set_aside[case.name] = ", ".join(words)
+            return None
+        self.without[plain.name] = ", ".join(words)
+        return plain
+
     def case(self, name_part):
-        return next(c for c in self.cases() if name_part in c.name)
+        found = next((c for c in self.cases() if name_part in c.name), None)
+        if found is None:
+            raise SetAside(f"its case ({name_part}) is set aside: it uses "
+                           f"{self.set_aside.get(name_part, 'what the target lacks')}")
+        return found
+
+    def lacks(self, case):
+        """The declared-unsupported words ``case``'s call uses."""
+        declared = getattr(self.target, "unsupported", ())
+        return varlen_capabilities.blocking(declared, call_values(case, False)) if declared \
+            else []
+
+    def supported(self, case):
+        """Whether the target supports ``case``'s call; if not, the case is set aside."""
+        words = self.lacks(case)
+        if words:
+            self.set_aside[case.name] = ", ".join(words)
+        return not words
+
+    def offers(self, word):
+        """Whether the target offers ``word`` of the vocabulary (``lse``, ``autograd``)."""
+        return word not in getattr(self.target, "unsupported", ())
+
+    def require(self, word):
+        """NotApplicable, naming the declaration, unless the target offers ``word``."""
+        if not self.offers(word):
+            raise SetAside(f"the property needs {varlen_capabilities.VOCABULARY[word]}, "
+                           "which the target declares unsupported")
 
     def run(self, case, lse=False, inputs_untouched=False, raw=False):
         """(out, lse or None) from the target; a raise or a wrong shape is a mismatch.
@@ -517,7 +640,13 @@ class Subject:
         The case is written in the contract's conventions; unless ``raw``, the call is made in
         the target's declared ones (its window counting) and its empty rows are read back as
         the contract's (0, LSE -inf), so that a declared convention is judged once, by its
-        probe, and every other detector judges the rest."""
+        probe, and every other detector judges the rest. A call that uses what the target
+        declares unsupported is never made (NotApplicable); one asking for the LSE of a target
+        that declares ``lse`` unsupported is made without it, and its LSE is None."""
+        if not self.supported(case):
+            raise SetAside(f"{case.name}: uses {self.set_aside[case.name]}, which the "
+                           "target declares unsupported")
+        lse = lse and self.offers("lse")
         self.calls.append(replace(case, values=call_values(case, lse)))
         before = snapshot(case) if inputs_untouched else None
         args = case.args
@@ -597,15 +726,28 @@ def index(flags):
 
 def verdict(detector, target, dtypes=("float64", "float32"), seed=0, depth="standard"):
     """("pass", None), ("fail", the first mismatch) or ("n/a", why) over the dtypes: n/a when
-    the property does not apply to the target (a detector raises NotApplicable)."""
+    the property does not apply to the target (a detector raises NotApplicable), or when every
+    call it would make uses what the target declares unsupported."""
     for name in dtypes:
+        subject = Subject(target, DTYPES[name], seed, depth)
         try:
-            detector.check(Subject(target, DTYPES[name], seed, depth))
+            detector.check(subject)
         except VarlenMismatch as mismatch:
             return "fail", f"{name}: {mismatch}"
         except NotApplicable as why:
             return "n/a", str(why)
+        if vacuous(subject):
+            return "n/a", f"{name}: {vacuous(subject)}"
     return "pass", None
+
+
+def vacuous(subject):
+    """Why a detector that returned without a call judged nothing (what it needs was set
+    aside or taken out), or None when it made a call or the target declares nothing."""
+    if subject.calls or not getattr(subject.target, "unsupported", ()):
+        return None
+    return ("it made no call: every case it needs uses what the target declares unsupported "
+            f"({', '.join(subject.target.unsupported)})")
 
 
 def check(detector, target, dtypes=("float64", "float32"), seed=0, depth="standard"):

@@ -43,6 +43,13 @@ def check(subject):
     follows = []
     for convention in varlen.EMPTY_ROWS:
         want, want_lse = expected(probe, subject.alignment, convention)
+        if lse is None:  # the target declares no LSE: its output tells the conventions apart
+            try:
+                subject.same(out, want, probe, rows=rows)
+                follows.append(convention)
+            except varlen.VarlenMismatch:
+                pass
+            continue
         got_lse = torch.where(torch.isposinf(lse), torch.full_like(lse, -math.inf), lse)
         if convention == "lse +inf":  # +inf is the declared mark: compare where it is due
             if not torch.equal(torch.isposinf(lse[:, rows]), torch.isposinf(want_lse[:, rows])):

@@ -53,6 +53,7 @@ def gradients(fn, case, g):
 
 
 def check(subject):
+    subject.require("autograd")
     for n, case in enumerate(subject.cases()):
         form = FORMS[n % len(FORMS)]
         shape = (case.q.shape[0], case.q.shape[1], case.v.shape[-1])

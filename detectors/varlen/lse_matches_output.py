@@ -19,6 +19,7 @@ ORACLE = "invariant"
 
 
 def check(subject):
+    subject.require("lse")
     for case in subject.cases():
         a = case.args
         if a["causal"] or a["window_size"] != (-1, -1) or a.get("alibi_slopes") is not None:

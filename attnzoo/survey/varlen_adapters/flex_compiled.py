@@ -4,8 +4,9 @@ The same conversions as :mod:`.flex`, around flex_attention wrapped once in torc
 first call of each shape compiles, so calls get a long time limit). Dynamo's recompile limit is
 raised, so that no call falls back to the unfused eager path once many shapes have been seen;
 nothing else is configured. On the CPU inductor's flex kernel takes float32 (and half types),
-not float64, and offers inference only: no LSE, no backward. Those calls raise, as the library
-does, and are reported as it answers.
+not float64, and offers inference only: no LSE, no backward (flex_attention's source: "CPU/MPS
+support inference only, no LSE/backward yet"; inductor's CPU lowering refuses the LSE). Both are
+declared unsupported, so the output is judged without them.
 """
 
 from attnzoo.survey.varlen_adapters import Declaration, Review, loader
@@ -25,28 +26,12 @@ DECLARATION = Declaration(
     dtypes_docs="https://github.com/pytorch/pytorch/blob/main/torch/_inductor/kernel/flex/"
                 "flex_cpu.py",
     call_seconds=300.0,
+    unsupported=("lse", "autograd"), unsupported_docs=SOURCE,
 )
 
 COMPILE = "https://docs.pytorch.org/docs/stable/generated/torch.compile.html"
 
 # the survey's flagged detectors read against the documentation (docs/survey-varlen.md)
-
-NO_LSE = dict(
-    kind="limitation", docs=SOURCE,
-    says="return_aux=AuxRequest(lse=True) returns the logsumexp (the API page), but on the CPU "
-         "flex_attention's source turns the LSE off ('CPU/MPS support inference only, no "
-         "LSE/backward yet') and inductor's CPU lowering refuses it.",
-    note="every call with return_lse raises InductorError 'torch.compile on CPU only supports "
-         "inference and `return_lse` is not supported yet', whatever the shape (checked on "
-         "torch 2.13.0); uncompiled, flex returns it.",
-    reproduce="""
-import torch
-from torch.nn.attention.flex_attention import AuxRequest, flex_attention
-q = torch.randn(1, 2, 4, 8)
-torch.compile(flex_attention)(q, q, q, return_aux=AuxRequest(lse=True))
-# InductorError: ... torch.compile on CPU only supports inference and
-# `return_lse` is not supported yet.
-""")
 
 RECOMPILE = dict(
     kind="divergence", docs=COMPILE,
@@ -73,21 +58,6 @@ for n in (13, 19):  # the second length recompiles with dynamic shapes
 # error: 'cur_qSplitSize8' was not declared in this scope
 """)
 
-NO_BACKWARD = dict(
-    kind="limitation", docs=SOURCE,
-    says="flex_attention's input validation raises NotImplementedError 'FlexAttention does "
-         "not support backward on CPU' for CPU inputs that require grad; the API page does not "
-         "mention it.",
-    note="compiled with fullgraph=True, dynamo reports it as an 'Observed exception' whose "
-         "context is that NotImplementedError (checked on torch 2.13.0).",
-    reproduce="""
-import torch
-from torch.nn.attention.flex_attention import flex_attention
-q = torch.randn(1, 2, 4, 8, requires_grad=True)
-torch.compile(flex_attention, fullgraph=True)(q, q, q)
-# Observed exception ... NotImplementedError('FlexAttention does not support backward on CPU ...')
-""")
-
 NO_KEYS = dict(
     kind="divergence", docs=API,
     says="key is (B, Hkv, S, E) and the output (B, Hq, L, Ev); a row that every key is masked "
@@ -108,17 +78,12 @@ torch.compile(flex_attention, dynamic=False)(q, k, k)  # the process dies: Float
 
 _compiled = {}  # the compiled flex_attention of this worker, by its dynamic setting
 
-LSE_DETECTORS = ("matches_reference", "lse_matches_output", "empty_row_convention",
-                 "rows_without_keys_are_zero")
-REVIEWS = (
-    Review("gradients_match_reference", "float32", **NO_BACKWARD),
-    *(Review(d, "float32", **NO_LSE) for d in LSE_DETECTORS),
-    *(Review(d, "float32", **RECOMPILE) for d in (
-        "alibi_is_a_float_bias", "decode_matches_prefill", "gqa_with_every_feature",
-        "page_placement_invariance", "per_sequence_equivalence", "softcap_limit_and_order",
-        "window_is_a_key_slice", "padding_is_never_read", "causal_diagonal_convention",
-        "window_counting_convention")),
-)
+REVIEWS = tuple(Review(d, "float32", **RECOMPILE) for d in (
+    "alibi_is_a_float_bias", "matches_reference", "decode_matches_prefill",
+    "gqa_with_every_feature", "page_placement_invariance", "per_sequence_equivalence",
+    "softcap_limit_and_order", "window_is_a_key_slice", "padding_is_never_read",
+    "causal_diagonal_convention", "empty_row_convention", "rows_without_keys_are_zero",
+    "window_counting_convention"))
 
 
 def compiled(dynamic):

@@ -1,0 +1,118 @@
+"""What a varlen target declares it does not support (detectors/kit/varlen_capabilities.py).
+
+A declared word never reaches the kernel: each case that uses it is run without it where it can
+be taken out and set aside where it cannot; a detector left with no call is ``unsupported``,
+never passed; what the target does support is still judged, so a bug elsewhere is still caught;
+and a target that declares all it is asked for is not conformant, since nothing was judged.
+"""
+
+import pytest
+import torch
+from test_cli import attnzoo as in_process
+from test_varlen_check import quick, verdicts
+
+import detectors
+import zoo.varlen as varlen_zoo
+from detectors.kit import varlen, varlen_capabilities
+from reference.varlen import attn_varlen
+
+DETECTORS = {d.NAME: d for d in detectors.varlen_detectors()}
+WORDS = tuple(varlen_capabilities.VOCABULARY)
+OF_A_CALL = tuple(varlen_capabilities.USES)
+KERNEL = "tests/targets/varlen/no_pages_no_alibi.py:attn_varlen"
+
+
+def test_every_word_is_read_from_a_call_or_named_as_not_one():
+    assert set(OF_A_CALL) | set(varlen_capabilities.NOT_OF_A_CALL) == set(WORDS)
+    assert not set(OF_A_CALL) & set(varlen_capabilities.NOT_OF_A_CALL)
+
+
+def test_parse_keeps_the_vocabulary_order_and_names_an_unknown_word():
+    assert varlen_capabilities.parse("lse, paged,alibi") == ("paged", "alibi", "lse")
+    with pytest.raises(ValueError, match="'pages'.*use one of paged"):
+        varlen_capabilities.parse("pages")
+
+
+@pytest.mark.parametrize("word", OF_A_CALL)
+def test_some_case_of_the_battery_uses_each_word(word):
+    """Otherwise declaring it would set nothing aside, and its test below would be empty."""
+    assert any(varlen_capabilities.USES[word](c.values) for c in varlen.battery(0, "standard")
+               + [c.to(torch.float64) for c in varlen.battery(0, "quick")])
+
+
+@pytest.mark.parametrize("word", [w for w in OF_A_CALL if w != "float64"])
+def test_a_case_without_a_word_no_longer_uses_it_and_the_reference_answers_it(word):
+    subject = varlen.Subject(varlen.Target(attn_varlen, unsupported=(word,)))
+    plain = [c for c in subject.cases() if c.name in subject.without]
+    assert plain or subject.set_aside  # the word is taken out of some case or sets it aside
+    for case in plain:
+        assert word not in varlen_capabilities.blocking((word,), varlen.call_values(case, False))
+        out, _ = subject.run(case)
+        subject.same(out, subject.expected(case)[0], case, rows=varlen.owned(case))
+
+
+def test_a_declared_word_never_reaches_the_kernel():
+    sent = []
+
+    def kernel(q, k, v, *args, **kw):
+        sent.append(kw)
+        return attn_varlen(q, k, v, *args, **kw)
+
+    target = varlen.Target(kernel, unsupported=("paged", "alibi", "softcap", "lse"))
+    for d in DETECTORS.values():
+        varlen.verdict(d, target)
+    assert sent, "the kernel was never called"
+    assert all(kw.get("block_table") is None and kw.get("alibi_slopes") is None
+               and not kw.get("softcap") and not kw.get("return_lse") for kw in sent)
+
+
+def test_a_detector_with_nothing_left_is_not_passed():
+    target = varlen.Target(attn_varlen, unsupported=("softcap",))
+    outcome, why = varlen.verdict(DETECTORS["softcap_limit_and_order"], target)
+    assert outcome == "n/a" and "made no call" in why
+    outcome, why = varlen.verdict(DETECTORS["lse_matches_output"],
+                                  varlen.Target(attn_varlen, unsupported=("lse",)))
+    assert outcome == "n/a" and "return_lse" in why
+
+
+def test_a_bug_elsewhere_is_still_caught():
+    """The window one key too wide, declaring ALiBi, the cache and the LSE unsupported: the
+    window's detectors still see it."""
+    bug = next(b for b in varlen_zoo.BUGS if b.id == "varlen-window-one-key-too-wide")
+    target = varlen.Target(varlen_zoo.implementation(bug),
+                           unsupported=("paged", "alibi", "lse"))
+    for name in ("window_is_a_key_slice", "matches_reference", "window_counting_convention"):
+        assert varlen.verdict(DETECTORS[name], target, ("float64",))[0] == "fail", name
+
+
+def test_check_judges_what_the_kernel_supports_and_sets_the_rest_aside():
+    done, doc = quick(KERNEL, "--unsupported", "paged,alibi,lse", "--dtype", "float32")
+    assert done.returncode == 0, done.stdout + done.stderr
+    found = verdicts(doc)
+    assert found["matches_reference"] == "survived"
+    assert found["lse_matches_output"] == "unsupported"
+    assert found["alibi_is_a_float_bias"] == "unsupported"
+    assert doc["implementations"][0]["target"]["unsupported"] == ["paged", "alibi", "lse"]
+    per = {f["detector"]: f for f in doc["implementations"][0]["findings"]}
+    assert any("run without" in n for n in per["matches_reference"]["notes"])
+
+
+def test_the_same_kernel_undeclared_is_flagged():
+    done, doc = quick(KERNEL, "--dtype", "float32", "--only", "matches_reference")
+    assert done.returncode == 1 and verdicts(doc)["matches_reference"] == "crashed"
+
+
+def test_declaring_everything_is_not_conformant():
+    """Nothing judged is no verdict: every detector unsupported; the exit code says only that
+    nothing was flagged (0), as for the SDPA contract."""
+    args = (KERNEL, "--unsupported", "float64", "--dtype", "float64", "--depth", "quick")
+    done, doc = quick(*args)
+    assert doc["summary"]["passed"] == 0 and not doc["summary"]["conformant"]
+    assert set(verdicts(doc).values()) == {"unsupported"}
+    said = in_process("check", *args, "--contract", "varlen")
+    assert "no verdict: nothing was judged" in said.stdout and "conformant" not in said.stdout
+
+
+def test_an_unknown_word_is_bad_input():
+    done, _ = quick(KERNEL, "--unsupported", "pages")
+    assert done.returncode == 2 and "unknown varlen capability 'pages'" in done.stderr
