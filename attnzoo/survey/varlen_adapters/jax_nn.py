@@ -59,6 +59,8 @@ DECLARATION = Declaration(
     unsupported=("softcap", "dv_ne_d"), unsupported_docs=API,
     # "Softmax is always computed in float32" (_get_large_negative; _dot_product_attention_core
     # casts the logits to float32 before the softmax): float64 inputs get float32 accuracy
+    # (checked on jax 0.10.2: about 1e-7 from a float64 softmax, where float64's tolerance is
+    # 1e-10), so only float32 is surveyed
     dtypes=("float32",), dtypes_docs=SOURCE,
     install="pip install 'jax[cpu]' torch",
 )
