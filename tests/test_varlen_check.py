@@ -240,7 +240,7 @@ def test_a_file_writing_kernel_writes_nothing_outside_and_leaves_nothing(tmp_pat
     (["reference/varlen.py:attn_varlen", "--backend", "torch"], "--backend"),
     (["reference/varlen.py:attn_varlen", "--mask-convention", "drop"], "--mask-convention"),
     (["reference/varlen.py:attn_varlen", "--budget", "10"], "--budget"),
-    (["reference/varlen.py:attn_varlen", "--unsupported", "gqa"], "--unsupported"),
+    (["reference/varlen.py:attn_varlen", "--unsupported", "is_causal"], "--unsupported"),
     (["reference/varlen.py:attn_varlen", "--timeout", "0"], "--timeout must be"),
     (["reference/varlen.py:attn_varlen", "--empty-rows", "uniform"], "--empty-rows must be"),
 ])
