@@ -116,3 +116,17 @@ def test_the_transformers_adapters_refuse_what_they_declare_unsupported(module):
     for word in declared:
         with pytest.raises(NotImplementedError):
             adapter._attn_varlen(case.q, case.k, case.v, **{**case.args, **uses[word]})
+
+
+@pytest.mark.parametrize("name, said", [("small softcap", "softcap"),
+                                        ("value head of another width", "value head size")])
+def test_the_jax_adapter_refuses_what_it_declares_unsupported(name, said):
+    """A declared-unsupported argument is refused by name, before JAX is imported, never
+    silently dropped (a call without the cap would look like a wrong answer, not a gap)."""
+    from attnzoo.survey.varlen_adapters import jax_nn
+
+    case = next(c for c in battery(0, "standard") if name in c.name)
+    assert {"softcap": "softcap", "value head size": "dv_ne_d"}[said] in \
+        jax_nn.DECLARATION.unsupported
+    with pytest.raises(NotImplementedError, match=said):
+        jax_nn._attn_varlen(case.q, case.k, case.v, **case.args)

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from attnzoo.options import VARLEN_EMPTY_ROWS, WINDOW_COUNTINGS
 
-NAMES = ("flex", "flex_compiled", "flex_compiled_static", "hf_sdpa", "hf_eager", "xt_attend")
+NAMES = ("flex", "flex_compiled", "flex_compiled_static", "hf_sdpa", "hf_eager", "jax_nn",
+         "xt_attend")
 ALIGNMENTS = ("bottom-right", "top-left")  # check --causal-alignment
 DTYPES = ("float32", "float64")
 
