@@ -11,7 +11,7 @@ rows. Its softmax runs in float32 whatever the input (``dtype=torch.float32``, "
 attention to fp32"), so it is surveyed at float32.
 """
 
-from attnzoo.survey.varlen_adapters import Declaration, Review, loader
+from attnzoo.survey.varlen_adapters import Declaration, loader
 from attnzoo.survey.varlen_adapters.hf_sdpa import API, CACHE, MASKING
 
 GEMMA2 = ("https://github.com/huggingface/transformers/blob/main/src/transformers/models/"
@@ -27,11 +27,9 @@ DECLARATION = Declaration(
              "guard rows 0.",
     causal_alignment="bottom-right", causal_alignment_docs=CACHE,
     # eager_mask fills a masked key with finfo(dtype).min, not -inf: a row that sees no key
-    # gets the same score at every key of its call and weighs them all equally (the SDPA
-    # contract's "uniform"). The varlen conventions have no such word; the nearest is
-    # "unmasked" (transformers' former _unmask_unattended: such a row attends every key), and
-    # the probe names the difference
-    empty_rows="unmasked", empty_rows_docs=MASKING,
+    # gets the same score at every key of its call (the fill absorbs the scores, the cap and
+    # an ALiBi bias) and weighs them all equally, the mean of its sequence's values
+    empty_rows="uniform", empty_rows_docs=MASKING,
     window_counting="counts-current-token", window_counting_docs=MASKING,
     dtypes=("float32",), dtypes_docs=GEMMA2,
     # eager_attention_forward returns (output, attention weights), no LSE; masking_utils has no
@@ -40,35 +38,7 @@ DECLARATION = Declaration(
 )
 
 
-# the survey's flagged detectors read against the documentation (docs/survey-varlen.md)
-REVIEWS = (
-    Review(
-        "empty_row_convention", "float32", "convention", docs=MASKING,
-        says="eager_mask builds a float mask with 0 where a key takes part and the minimum "
-             "value of the dtype (torch.finfo(dtype).min) where it does not, added to the "
-             "scores.",
-        note="in float32 that fill absorbs every score, so a query that every key is masked "
-             "from weighs all the keys of its call equally and outputs the plain mean of the "
-             "values, whatever the query is: the SDPA contract's 'uniform' convention, which "
-             "the SDPA survey's hf-eager row declares. The varlen conventions have no such "
-             "word ('unmasked' takes the softmax of the real scores), so the probe names it "
-             "as none of them. In a left-padded batch the mean takes in the padding (checked "
-             "on transformers 5.24.0).",
-        reproduce="""
-import torch
-from transformers.masking_utils import eager_mask
-from transformers.models.gemma2.modeling_gemma2 import eager_attention_forward
-
-class Module(torch.nn.Module):
-    num_key_value_groups = 1
-
-q, k = torch.randn(1, 1, 2, 4), torch.randn(1, 1, 2, 4)
-v = torch.tensor([[[[1.0], [3.0]]]])
-mask = eager_mask(1, 2, 2, attention_mask=torch.tensor([[False, True]]))  # key 0 is padding
-out, weights = eager_attention_forward(Module().eval(), q, k, v, mask, scaling=0.5)
-print(weights[0, 0, 0], out[0, 0, 0])  # query 0 sees no key: tensor([0.5, 0.5]) tensor([2.])
-"""),
-)
+REVIEWS = ()  # nothing flagged (docs/survey-varlen.md)
 
 
 def forward(module, q, k, v, sq, sk, scaling, causal, window_left, softcap, bias):
