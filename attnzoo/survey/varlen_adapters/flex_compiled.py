@@ -10,7 +10,7 @@ declared unsupported, so the output is judged without them.
 """
 
 from attnzoo.survey.varlen_adapters import Declaration, Review, loader
-from attnzoo.survey.varlen_adapters.flex import API, BLOG, SOURCE
+from attnzoo.survey.varlen_adapters.flex import API, BLOG, MASKED_VALUES_READ, SOURCE
 
 DECLARATION = Declaration(
     name="flex-compiled", title="torch.compile(flex_attention)", distribution="torch",
@@ -78,12 +78,14 @@ torch.compile(flex_attention, dynamic=False)(q, k, k)  # the process dies: Float
 
 _compiled = {}  # the compiled flex_attention of this worker, by its dynamic setting
 
-REVIEWS = tuple(Review(d, "float32", **RECOMPILE) for d in (
-    "alibi_is_a_float_bias", "matches_reference", "decode_matches_prefill",
-    "gqa_with_every_feature", "page_placement_invariance", "per_sequence_equivalence",
-    "softcap_limit_and_order", "window_is_a_key_slice", "padding_is_never_read",
-    "causal_diagonal_convention", "empty_row_convention", "rows_without_keys_are_zero",
-    "window_counting_convention"))
+REVIEWS = (
+    *(Review(d, "float32", **RECOMPILE) for d in (
+        "alibi_is_a_float_bias", "matches_reference", "decode_matches_prefill",
+        "gqa_with_every_feature", "page_placement_invariance", "per_sequence_equivalence",
+        "softcap_limit_and_order", "window_is_a_key_slice", "causal_diagonal_convention",
+        "empty_row_convention", "rows_without_keys_are_zero", "window_counting_convention")),
+    Review("padding_is_never_read", "float32", **MASKED_VALUES_READ),
+)
 
 
 def compiled(dynamic):
