@@ -8,7 +8,7 @@ call's ``causal``; ALiBi as ``position_bias``, the additive bias sdpa_attention_
 (MPT passes its ALiBi so); the answer from (1, sq, Hq, Dv) to the packed rows.
 """
 
-from attnzoo.survey.varlen_adapters import Declaration, Review, loader
+from attnzoo.survey.varlen_adapters import Declaration, loader
 
 SDPA_SOURCE = ("https://github.com/huggingface/transformers/blob/main/src/transformers/"
                "integrations/sdpa_attention.py")
@@ -41,42 +41,7 @@ DECLARATION = Declaration(
 
 
 # the survey's flagged detectors read against the documentation (docs/survey-varlen.md)
-REVIEWS = (
-    Review(
-        "gradients_match_reference", "float32", "artefact",
-        note="the case is 'softcap on logits past exp's range' with its cap taken out (the "
-             "adapter declares softcap), so its logits are in the thousands and the softmax is "
-             "one-hot: the true dk is about 1e-19, and the tolerance, scaled by the largest "
-             "|dk|, is 8e-5. sdpa_attention_forward passes no mask here, so torch runs its CPU "
-             "flash kernel; a flash backward forms dS as P(dP − rowsum(dO∘O)) (FlashAttention's "
-             "form), two equal dot products whose difference rounds to about 1e-7 of |dO||v|, "
-             "then multiplied "
-             "by q·scale (|q| near 1000), so dk is off by 4e-4; torch's math backend gives 0 "
-             "there. Plain F.scaled_dot_product_attention gives the same gap, the float64 run is "
-             "clean, and with the cap in place (hf-eager) the case passes: a float32 flash "
-             "backward cannot meet a tolerance scaled by a gradient that is 0 while its "
-             "operands are 1e3 (checked on transformers 5.24.0, torch 2.13.0).",
-        reproduce="""
-import torch
-from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
-class Module(torch.nn.Module):
-    num_key_value_groups = 1
-    is_causal = False
-
-torch.manual_seed(0)
-q, k, v = torch.randn(1, 1, 5, 8) * 1000, torch.randn(1, 1, 6, 8), torch.randn(1, 1, 6, 8)
-g = torch.randn(1, 5, 1, 8)
-dk = {}
-for dtype in (torch.float32, torch.float64):
-    kk = k.to(dtype).requires_grad_(True)
-    out, _ = sdpa_attention_forward(Module(), q.to(dtype), kk, v.to(dtype), None)
-    dk[dtype], = torch.autograd.grad(out, kk, g.to(dtype))
-# the largest |dk| (float64), then float32's largest error: 2.6e-05 1.5e-04
-print(dk[torch.float64].abs().max().item(),
-      (dk[torch.float32] - dk[torch.float64]).abs().max().item())
-"""),
-)
+REVIEWS = ()  # nothing flagged (docs/survey-varlen.md)
 
 
 def forward(module, q, k, v, sq, sk, scaling, causal, window_left, softcap, bias):
