@@ -26,8 +26,8 @@ come back 0. What it converts:
 
 Attend adds ``attn_bias`` before it soft-clamps; the adapter leaves that order as it is.
 ``max_seqlen_q``/``max_seqlen_k`` are sizes the library needs no hint of. Attend returns no LSE,
-and computes its softmax in float32 whatever the input's dtype: ``return_lse`` and float64
-inputs are declared unsupported and raise NotImplementedError.
+and computes its softmax in float32 whatever the input's dtype: ``return_lse`` is declared
+unsupported and float64 is not among its dtypes; both raise NotImplementedError.
 """
 
 from attnzoo.survey.varlen_adapters import Declaration, Review, loader
@@ -53,7 +53,8 @@ DECLARATION = Declaration(
     window_counting="inclusive", window_counting_docs=ATTEND,
     # softmax_fn = partial(F.softmax, dim=-1, dtype=torch.float32): float64 is attended in
     # float32; forward returns (out, Intermediates), which holds no logsumexp
-    unsupported=("float64", "lse"), unsupported_docs=ATTEND,
+    dtypes=("float32",), dtypes_docs=ATTEND,
+    unsupported=("lse",), unsupported_docs=ATTEND,
 )
 
 # the survey's flagged detectors read against x-transformers' source, its documentation
@@ -136,7 +137,7 @@ def _attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k=None, *, max_seqlen_q, max_
                                   "unsupported: lse); call without return_lse")
     if q.dtype == torch.float64:
         raise NotImplementedError("xt-attend: Attend computes its softmax in float32 "
-                                  "(declared unsupported: float64); use float32")
+                                  "(it declares float32 only); use float32")
     if block_table is not None:
         k, v, cu_seqlens_k = gather_pages(k, v, block_table, seqused_k)
         seqused_k = None
