@@ -52,12 +52,13 @@ def conventions(row, links=True):
 
 
 def unsupported(row):
-    """The line naming what the library's API cannot spell, with its link; none if nothing."""
+    """The line naming what the library lacks (its API, or its build here), with its link;
+    none if nothing."""
     declared = (row.get("unsupported") or {}).get("value")
     if not declared:
         return []
-    return [f"- unsupported (its API has no spelling for them; those cases are run without "
-            f"them where they can be taken out, else set aside): {', '.join(declared)} "
+    return [f"- unsupported (what it lacks, declared; cases that use them run without them "
+            f"where they can be taken out, else are set aside): {', '.join(declared)} "
             f"([shown]({row['unsupported']['docs']}))"]
 
 
