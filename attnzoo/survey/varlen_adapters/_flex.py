@@ -38,6 +38,19 @@ def gather_pages(k, v, block_table, seqused_k):
     return torch.cat(ks), torch.cat(vs), cu
 
 
+def packed(k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table):
+    """(k, v, cu_q, cu_k, used): the keys packed (a paged cache gathered), the offsets as lists
+    of ints, and the keys each sequence uses: what every adapter starts from."""
+    if block_table is not None:
+        k, v, cu_seqlens_k = gather_pages(k, v, block_table, seqused_k)
+        seqused_k = None
+    cu_q = [int(x) for x in cu_seqlens_q.tolist()]
+    cu_k = [int(x) for x in cu_seqlens_k.tolist()]
+    used = [int(x) for x in seqused_k.tolist()] if seqused_k is not None else \
+        [cu_k[b + 1] - cu_k[b] for b in range(len(cu_k) - 1)]
+    return k, v, cu_q, cu_k, used
+
+
 def tokens(cu_q, cu_k, used, total_q, total_k):
     """Per query: sequence (−1 for guard rows) and aligned position d; per key: sequence (−2
     past what its sequence uses) and position j. int32 tensors."""
@@ -62,13 +75,7 @@ def attend(flex, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, so
     import torch
     from torch.nn.attention.flex_attention import AuxRequest, create_block_mask
 
-    if block_table is not None:
-        k, v, cu_seqlens_k = gather_pages(k, v, block_table, seqused_k)
-        seqused_k = None
-    cu_q = [int(x) for x in cu_seqlens_q.tolist()]
-    cu_k = [int(x) for x in cu_seqlens_k.tolist()]
-    used = [int(x) for x in seqused_k.tolist()] if seqused_k is not None else \
-        [cu_k[b + 1] - cu_k[b] for b in range(len(cu_k) - 1)]
+    k, v, cu_q, cu_k, used = packed(k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table)
     total_q, total_k = q.shape[0], k.shape[0]
     q_doc, q_diag, k_doc, k_pos = tokens(cu_q, cu_k, used, total_q, total_k)
     wl, wr = window_size
@@ -98,8 +105,8 @@ def attend(flex, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, so
         return score
 
     mask = create_block_mask(mask_mod, 1, None, total_q, total_k, device=q.device)
-    packed = [t.transpose(0, 1).unsqueeze(0) for t in (q, k, v)]  # (1, H, total, D)
-    got = flex(*packed, score_mod=score_mod, block_mask=mask, scale=softmax_scale,
+    heads_first = [t.transpose(0, 1).unsqueeze(0) for t in (q, k, v)]  # (1, H, total, D)
+    got = flex(*heads_first, score_mod=score_mod, block_mask=mask, scale=softmax_scale,
                enable_gqa=q.shape[1] != k.shape[1],
                return_aux=AuxRequest(lse=True) if return_lse else None)
     out, aux = got if return_lse else (got, None)

@@ -25,7 +25,7 @@ spells the contract in those terms, per sequence b (sq queries, sk keys):
   right side is refused (declared ``window_right``);
 - ALiBi: an additive bias, ``−slope·|d − j|`` per head, which is how transformers' ALiBi
   models spell it (MPT passes it as ``position_bias``); each adapter says where it goes;
-- the paged cache: gathered by the adapter (``_flex.gather_pages``), keys past ``seqused_k``
+- the paged cache: gathered by the adapter (``_flex.packed``), keys past ``seqused_k``
   dropped; page placement therefore tests the adapter, not the library;
 - GQA: the module's ``num_key_value_groups`` = Hq // Hk, as a model sets it; the scale: the
   ``scaling`` keyword, ``head_dim ** -0.5`` by default, as every model sets it.
@@ -96,16 +96,10 @@ def attend(forward, declared, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, bl
     import torch
 
     from attnzoo.survey.adapters import _hf
-    from attnzoo.survey.varlen_adapters._flex import gather_pages
+    from attnzoo.survey.varlen_adapters._flex import packed
 
     refuse_unsupported(declared, window_size, softcap, return_lse)
-    if block_table is not None:
-        k, v, cu_seqlens_k = gather_pages(k, v, block_table, seqused_k)
-        seqused_k = None
-    cu_q = [int(x) for x in cu_seqlens_q.tolist()]
-    cu_k = [int(x) for x in cu_seqlens_k.tolist()]
-    used = [int(x) for x in seqused_k.tolist()] if seqused_k is not None else \
-        [cu_k[b + 1] - cu_k[b] for b in range(len(cu_k) - 1)]
+    k, v, cu_q, cu_k, used = packed(k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table)
     scaling = q.shape[-1] ** -0.5 if softmax_scale is None else softmax_scale
     Hq, Dv = q.shape[1], v.shape[-1]
     pieces = []

@@ -8,7 +8,7 @@ sequence's rows back; the guard rows of q past ``cu_seqlens_q[-1]`` belong to no
 come back 0. What it converts:
 
 - layout: a sequence's packed rows to (1, H, s, D) and back; its keys are the first
-  ``seqused_k[b]`` (else all) of its span; a paged cache is gathered by :func:`._flex.gather_pages`,
+  ``seqused_k[b]`` (else all) of its span; a paged cache is gathered by :func:`._flex.packed`,
   so page placement tests the adapter, not the library;
 - group sharing: Attend tiles key/value heads (``repeat('b kvh n d -> b (r kvh) n d')``: its
   query head p reads key/value head p mod Hk), the contract groups them (head h reads h // g);
@@ -130,7 +130,7 @@ def _attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k=None, *, max_seqlen_q, max_
     from x_transformers.attend import Attend
     from x_transformers.x_transformers import AlibiPositionalBias
 
-    from attnzoo.survey.varlen_adapters._flex import gather_pages
+    from attnzoo.survey.varlen_adapters._flex import packed
 
     if return_lse:
         raise NotImplementedError("xt-attend: Attend returns no logsumexp (declared "
@@ -138,13 +138,7 @@ def _attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k=None, *, max_seqlen_q, max_
     if q.dtype == torch.float64:
         raise NotImplementedError("xt-attend: Attend computes its softmax in float32 "
                                   "(it declares float32 only); use float32")
-    if block_table is not None:
-        k, v, cu_seqlens_k = gather_pages(k, v, block_table, seqused_k)
-        seqused_k = None
-    cu_q = [int(x) for x in cu_seqlens_q.tolist()]
-    cu_k = [int(x) for x in cu_seqlens_k.tolist()]
-    used = [int(x) for x in seqused_k.tolist()] if seqused_k is not None else \
-        [cu_k[b + 1] - cu_k[b] for b in range(len(cu_k) - 1)]
+    k, v, cu_q, cu_k, used = packed(k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table)
     hq, hk = q.shape[1], k.shape[1]
     g = hq // hk
     # Attend's query head p reads key/value head p % hk: give it the contract's head that reads
