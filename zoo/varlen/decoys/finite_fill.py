@@ -24,12 +24,8 @@ CONVENTIONS = {"empty_rows": "uniform"}
 
 
 class Loop(SequenceLoop):
-    def scores(self, s, keep, softcap, bias):
-        if softcap > 0:
-            s = softcap * torch.tanh(s / softcap)
-        if bias is not None:
-            s = s + bias
-        return s.masked_fill(~keep, torch.finfo(s.dtype).min)
+    def fill(self, dtype):
+        return torch.finfo(dtype).min
 
 
 VARLEN = Loop()

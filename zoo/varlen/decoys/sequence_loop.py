@@ -96,7 +96,11 @@ class SequenceLoop:
             s = softcap * torch.tanh(s / softcap)
         if bias is not None:
             s = s + bias
-        return s.masked_fill(~keep, -math.inf)
+        return s.masked_fill(~keep, self.fill(s.dtype))
+
+    def fill(self, dtype):
+        """What a masked score becomes."""
+        return -math.inf
 
     def softmax_times(self, s, v):
         m = s.max(dim=-1, keepdim=True).values
