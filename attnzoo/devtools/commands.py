@@ -77,7 +77,8 @@ def add(sub, add_run_options):
                    help="rebuild pages and heatmap from this matrix JSON (and the committed "
                    "docs/kill-matrix-varlen.json) instead of running them")
     p.add_argument("--check", action="store_true",
-                   help="exit 1 naming the files that differ from what docs/kill-matrix.json "
+                   help="exit 1 naming the files that differ from what docs/kill-matrix.json and "
+                   "docs/kill-matrix-varlen.json give "
                    "gives (runs no matrix)")
     p.add_argument("--contract", choices=("varlen",),
                    help="varlen: run only the varlen contract's matrix, write "
