@@ -78,8 +78,7 @@ def add(sub, add_run_options):
                    "docs/kill-matrix-varlen.json) instead of running them")
     p.add_argument("--check", action="store_true",
                    help="exit 1 naming the files that differ from what docs/kill-matrix.json and "
-                   "docs/kill-matrix-varlen.json give "
-                   "gives (runs no matrix)")
+                   "docs/kill-matrix-varlen.json give (runs no matrix)")
     p.add_argument("--contract", choices=("varlen",),
                    help="varlen: run only the varlen contract's matrix, write "
                    "docs/kill-matrix-varlen.json and the pages it feeds (the rest from the "
