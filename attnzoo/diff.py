@@ -8,7 +8,7 @@ import difflib
 import inspect
 import textwrap
 
-CORRECT_MODULES = ("reference.", "zoo.decoys.")
+CORRECT_MODULES = ("reference.", "zoo.decoys.", "zoo.varlen.decoys.")
 
 
 def _reference_base(cls):

@@ -67,16 +67,22 @@ def add(sub, add_run_options):
 
     p = sub.add_parser("docs", help="regenerate docs/: catalogue pages, kill-matrix JSON and PNG",
                        description="Run the kill matrix (seed 0) and write docs/kill-matrix.json, "
+                       "the varlen contract's (docs/kill-matrix-varlen.json), "
                        "docs/kill-matrix.png, docs/catalogue/*.md, the generated blocks of "
                        "docs/test-design.md, the lesson's grade and the gallery of generated "
                        "kernels (docs/generated-kernels.json); and fill docs/benchmarks.md "
                        "from the committed JSON of attnzoo bench, the seed sweeps, the survey "
                        "and mutants.")
     p.add_argument("--from-json", metavar="PATH",
-                   help="rebuild pages and heatmap from this matrix JSON instead of running it")
+                   help="rebuild pages and heatmap from this matrix JSON (and the committed "
+                   "docs/kill-matrix-varlen.json) instead of running them")
     p.add_argument("--check", action="store_true",
-                   help="exit 1 naming the files that differ from what docs/kill-matrix.json "
-                   "gives (runs no matrix)")
+                   help="exit 1 naming the files that differ from what docs/kill-matrix.json and "
+                   "docs/kill-matrix-varlen.json give (runs no matrix)")
+    p.add_argument("--contract", choices=("varlen",),
+                   help="varlen: run only the varlen contract's matrix, write "
+                   "docs/kill-matrix-varlen.json and the pages it feeds (the rest from the "
+                   "committed JSON)")
     p.set_defaults(run=cmd_docs)
 
 
@@ -138,8 +144,14 @@ def cmd_bench(args):
 
 def cmd_docs(args):
     from attnzoo.devtools import bench_page, docs, gallery, grade_page, project
+    from attnzoo.devtools.docs import varlen_data
 
     root = project.root("attnzoo docs")
+    if args.contract and (args.check or args.from_json):
+        raise BadInput("--contract varlen runs the varlen matrix; --check and --from-json "
+                       "read the committed JSONs: give one of them")
+    if args.contract:
+        return docs_varlen(root)
     if args.check:
         if args.from_json:
             raise BadInput("--check reads docs/kill-matrix.json; drop --from-json")
@@ -166,7 +178,13 @@ def cmd_docs(args):
         print(f"kill matrix: {time.perf_counter() - start:.0f} s", file=sys.stderr)
         if (root / docs.JSON_PATH).exists():  # unchanged results keep their committed text
             data = docs.settled(docs.load(root / docs.JSON_PATH), data)
-    written = docs.write(data, root)
+        start = time.perf_counter()
+        varlen = varlen_data.run(0, progress=lambda row: print(f"  varlen: {row}",
+                                                                file=sys.stderr, flush=True))
+        print(f"varlen kill matrix: {time.perf_counter() - start:.0f} s", file=sys.stderr)
+        if (root / docs.VARLEN_JSON).exists():
+            varlen = varlen_data.settle(docs.load(root / docs.VARLEN_JSON), varlen)
+    written = docs.write(data, root, varlen=None if args.from_json else varlen)
     if args.from_json:
         written += grade_page.write(root=root)
     else:
@@ -183,4 +201,23 @@ def cmd_docs(args):
     for path in written:
         print(f"wrote {path}")
     print(f"{docs.JSON_PATH.as_posix()}: {docs.reproductions(data)}")
+    return 0
+
+
+def docs_varlen(root):
+    """``attnzoo docs --contract varlen``: the varlen matrix alone, its JSON and the pages."""
+    from attnzoo.devtools import docs
+    from attnzoo.devtools.docs import varlen_data
+
+    path = root / docs.JSON_PATH
+    if not path.exists():
+        raise BadInput(f"no {docs.JSON_PATH.as_posix()}: run 'attnzoo docs' first")
+    start = time.perf_counter()
+    varlen = varlen_data.run(0, progress=lambda row: print(f"  varlen: {row}", file=sys.stderr,
+                                                            flush=True))
+    print(f"varlen kill matrix: {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    if (root / docs.VARLEN_JSON).exists():  # unchanged results keep their committed text
+        varlen = varlen_data.settle(docs.load(root / docs.VARLEN_JSON), varlen)
+    for name in docs.write(docs.normalise(docs.load(path)), root, png=False, varlen=varlen):
+        print(f"wrote {name}")
     return 0

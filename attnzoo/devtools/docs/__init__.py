@@ -8,8 +8,13 @@ the pages of entries whose results did not change stay as they are); ``--from-js
 the pages and the heatmap from the committed JSON; ``--check`` says, without running anything,
 which committed files differ from what the committed JSON and the current zoo give.
 
-Generated files: ``docs/catalogue/<id>.md`` (one per bug and decoy), ``docs/catalogue/README.md``
-(the index), ``docs/kill-matrix.json``, ``docs/kill-matrix.png``, and the blocks of
+The varlen contract has its own matrix, ``docs/kill-matrix-varlen.json`` (``varlen_data``),
+read and written beside the first; its bugs' pages, its section of the index and its blocks of
+test-design come from it (``varlen_pages``).
+
+Generated files: ``docs/catalogue/<id>.md`` (one per bug and decoy, and one per varlen bug),
+``docs/catalogue/README.md`` (the index), ``docs/kill-matrix.json``,
+``docs/kill-matrix-varlen.json``, ``docs/kill-matrix.png``, and the blocks of
 ``docs/test-design.md`` between ``<!-- generated:NAME -->`` and ``<!-- /generated:NAME -->``
 (the rest of that file is written by hand).
 
@@ -39,28 +44,48 @@ from attnzoo.devtools.docs.data import (
 )
 from attnzoo.devtools.docs.heatmap import heatmap
 from attnzoo.devtools.docs.pages import bug_page, decoy_page, index_page
+from attnzoo.devtools.docs.varlen_data import JSON_PATH as VARLEN_JSON
+from attnzoo.devtools.docs.varlen_data import coverage as varlen_coverage
+from attnzoo.devtools.docs.varlen_pages import VarlenView, index_section
+from attnzoo.devtools.docs.varlen_pages import bug_page as varlen_bug_page
 from attnzoo.devtools.docs.view import View
 
-__all__ = ["BLOCK", "JSON_PATH", "PNG_PATH", "ROOT", "TEST_DESIGN", "coverage", "dumps", "load",
+__all__ = ["BLOCK", "JSON_PATH", "PNG_PATH", "ROOT", "TEST_DESIGN", "VARLEN_JSON", "coverage",
+           "dumps", "load",
            "matrix_data", "normalise", "render", "reproductions", "run_matrix", "settled",
            "stale", "write"]
 
 
 
-def render(data, root=ROOT):
-    """{relative path: text} for every generated text file (not the JSON, not the PNG)."""
+def committed_varlen(root=ROOT):
+    """The committed varlen matrix, or None where there is none."""
+    path = Path(root) / VARLEN_JSON
+    return load(path) if path.exists() else None
+
+
+def render(data, root=ROOT, varlen=None):
+    """{relative path: text} for every generated text file (not the JSONs, not the PNG), from
+    the SDPA matrix and the varlen one (the committed one unless given)."""
     import zoo  # the zoo imports every entry and torch: only when pages are made
+    import zoo.varlen as varlen_zoo
 
     view = View(data)
+    varlen = varlen if varlen is not None else committed_varlen(root)
+    vview = VarlenView(varlen) if varlen is not None else None
     files = {}
     for entry in zoo.BUGS:
         files[(CATALOGUE / f"{entry.id}.md").as_posix()] = bug_page(entry, view)
     for entry in zoo.DECOYS:
         files[(CATALOGUE / f"{entry.id}.md").as_posix()] = decoy_page(entry, view)
-    files[INDEX.as_posix()] = index_page(view)
+    if vview is not None:
+        for entry in varlen_zoo.BUGS:
+            files[(CATALOGUE / f"{entry.id}.md").as_posix()] = varlen_bug_page(entry, vview)
+    files[INDEX.as_posix()] = index_page(view, index_section(vview) if vview
+                                         else ())
     design = Path(root) / TEST_DESIGN
     if design.exists():
-        files[TEST_DESIGN.as_posix()] = render_blocks(design.read_text(encoding="utf-8"), view)
+        files[TEST_DESIGN.as_posix()] = render_blocks(design.read_text(encoding="utf-8"), view,
+                                                      vview)
     return files
 
 
@@ -85,7 +110,13 @@ def stale(root=ROOT, json_path=None):
         return [(JSON_PATH.as_posix(), "missing: run `attnzoo docs`")]
     data = load(json_path)
     out = [(JSON_PATH.as_posix(), p + ": run `attnzoo docs`") for p in coverage(data)]
-    files = render(data, root)
+    varlen = committed_varlen(root)
+    if varlen is None:
+        out.append((VARLEN_JSON.as_posix(), "missing: run `attnzoo docs`"))
+    else:
+        out += [(VARLEN_JSON.as_posix(), p + ": run `attnzoo docs`")
+                for p in varlen_coverage(varlen)]
+    files = render(data, root, varlen)
     for name, text in files.items():
         path = root / name
         if not path.exists():
@@ -99,17 +130,21 @@ def stale(root=ROOT, json_path=None):
     return out
 
 
-def write(data, root=ROOT, json_too=True, png=True):
-    """Write the pages (and the JSON and the heatmap); return the paths written or removed."""
+def write(data, root=ROOT, json_too=True, png=True, varlen=None):
+    """Write the pages (and the JSONs and the heatmap); return the paths written or removed.
+    ``varlen``: the varlen matrix to write and render from (else the committed one)."""
     root = Path(root)
     done = []
     if json_too:
-        path = root / JSON_PATH
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.exists() or path.read_text(encoding="utf-8") != dumps(data):
-            path.write_text(dumps(data), encoding="utf-8")
-            done.append(JSON_PATH.as_posix())
-    files = render(data, root)
+        for name, doc in ((JSON_PATH, data), (VARLEN_JSON, varlen)):
+            path = root / name
+            if doc is None:
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.exists() or path.read_text(encoding="utf-8") != dumps(doc):
+                path.write_text(dumps(doc), encoding="utf-8")
+                done.append(name.as_posix())
+    files = render(data, root, varlen)
     (root / CATALOGUE).mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
         path = root / name

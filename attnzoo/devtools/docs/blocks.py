@@ -5,6 +5,8 @@ and ``<!-- /generated:NAME -->``.
 """
 
 from attnzoo.devtools.docs.data import BLOCK, TEST_DESIGN
+from attnzoo.devtools.docs.varlen_pages import block_categories as varlen_categories
+from attnzoo.devtools.docs.varlen_pages import block_oracles as varlen_oracles
 from attnzoo.devtools.docs.view import anchor
 
 
@@ -116,11 +118,18 @@ def block_oracle(view, kind):
     return lines
 
 
-def render_blocks(text, view):
-    """Fill every generated block of a hand-written page; unknown block names are an error."""
+def render_blocks(text, view, varlen=None):
+    """Fill every generated block of a hand-written page; unknown block names are an error.
+    ``varlen`` (a ``VarlenView``) fills the ``varlen-*`` blocks."""
     def fill(m):
         name = m.group("name")
-        if name == "oracle-table":
+        if name.startswith("varlen-") and varlen is None:
+            body = ["No varlen kill matrix yet: run `attnzoo docs`."]
+        elif name == "varlen-oracles":
+            body = varlen_oracles(varlen)
+        elif name == "varlen-categories":
+            body = varlen_categories(varlen)
+        elif name == "oracle-table":
             body = block_oracle_table(view)
         elif name == "suites":
             body = block_suites(view)

@@ -2,6 +2,7 @@
 
 from attnzoo import catalogue
 from attnzoo.devtools.docs.data import JSON_PATH, LONG, STAMP
+from attnzoo.devtools.docs.varlen_data import JSON_PATH as VARLEN_JSON
 from attnzoo.devtools.docs.view import (
     anchor,
     code,
@@ -161,11 +162,15 @@ def decoy_page(entry, view):
     return "\n".join(lines).rstrip() + "\n"
 
 
-def index_page(view):
+def index_page(view, varlen=()):
+    """The index; ``varlen``: the lines of the varlen contract's section, from its own JSON."""
     import zoo  # the zoo imports every entry and torch: only when pages are made
 
     s = view.data.get("summary", {})
-    lines = [STAMP.format(sources=f"zoo/ and {JSON_PATH.as_posix()}"), "",
+    sources = f"zoo/ and {JSON_PATH.as_posix()}"
+    if varlen:
+        sources = f"zoo/, {JSON_PATH.as_posix()} and {VARLEN_JSON.as_posix()}"
+    lines = [STAMP.format(sources=sources), "",
              "# The zoo catalogue", "",
              "One page per entry: the lesson, the symptom, the buggy lines as a diff against the "
              "reference, the smallest failing input, and which detectors catch it and why the "
@@ -219,6 +224,8 @@ def index_page(view):
         lines += ["", "## The reference", "",
                   f"`reference/` ({', '.join(r['backend'] for r in ref)}): the contract's own "
                   f"implementations, also rows of the matrix; false alarms: {flagged}."]
+    if varlen:
+        lines += [""] + list(varlen)
     return "\n".join(lines).rstrip() + "\n"
 
 
