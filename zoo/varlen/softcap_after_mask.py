@@ -4,8 +4,6 @@
 softmax gives weight to: hidden keys leak into every row, and an empty row averages them.
 """
 
-import math
-
 from zoo import Bug
 from zoo.varlen.decoys.sequence_loop import SequenceLoop
 
@@ -31,7 +29,7 @@ class Loop(SequenceLoop):
     def scores(self, s, keep, softcap, bias):
         if bias is not None:
             s = s + bias
-        s = s.masked_fill(~keep, -math.inf)
+        s = s.masked_fill(~keep, self.fill(s.dtype))
         if softcap > 0:
             s = softcap * (s / softcap).tanh()  # BUG: after the mask, -inf becomes -softcap
         return s
