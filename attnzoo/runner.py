@@ -32,14 +32,16 @@ from detectors.kit.verdict import (
 )
 
 
-def run(detector, subject, battery, shrink=False, cases=False, shared=None):
+def run(detector, subject, battery, shrink=False, cases=False, shared=None, snippet=True):
     """The detector's verdict on the subject; never raises for the implementation's sake.
     With ``shrink``, a flagged attention case is shrunk to a smaller one that still fails
     (attnzoo.shrink), added to the evidence; the verdict is decided before and stays. With
     ``cases``, a flagged detector also reports which of its cases fail and which pass
     (``finding.cases``), learnt in the same run: the verdict stays the first failure's.
     ``shared`` (attnzoo.shrink.Shared, one per subject of a check) is what the shrinks of
-    its detectors share: the smallest cases found so far, and the time they may take."""
+    its detectors share: the smallest cases found so far, and the time they may take.
+    Without ``snippet`` the first failure's reproduction is never written (a kill matrix
+    shown as text prints none)."""
     record = subject.run = Record(detector.NAME, keep_going=cases)
     notes = getattr(subject.executor, "notes", [])
     seen = len(notes)
@@ -71,7 +73,10 @@ def run(detector, subject, battery, shrink=False, cases=False, shared=None):
     finding.unsupported = dict(record.set_aside)
     subject.current = None
     if finding.evidence is not None:
-        finding.evidence.resolve()  # the first failure's reproduction: the others wait
+        if snippet:
+            finding.evidence.resolve()  # the first failure's reproduction: the others wait
+        else:
+            finding.evidence.make = None
     if shared is not None:
         shared.ran += time.perf_counter() - start  # the detector's own time, before shrinking
     if finding.caught:

@@ -45,6 +45,17 @@ def test_matrix_in_forked_processes_equals_serial():
     assert forked.summary() == serial.summary()
 
 
+def test_matrix_without_snippets_has_the_same_cells_and_no_reproduction():
+    """Text and markdown show no reproduction, so they are not written: the cells stay."""
+    picked = lambda row: row.id in ("reference", "mask-fill-zero")  # noqa: E731
+    full = matrix.evaluate(0, select=picked)
+    bare = matrix.evaluate(0, select=picked, jobs=2, snippets=False)
+    assert from_json(bare.to_json()) == from_json(full.to_json())
+    caught = [k for k, f in full.findings.items() if f.caught]
+    assert caught and all(full.findings[k].evidence.snippet for k in caught)
+    assert not any(bare.findings[k].evidence.snippet for k in caught)
+
+
 def test_gpu_table_without_a_gpu_says_so_and_exits_0():
     import torch
 

@@ -31,7 +31,8 @@ def main(args):
     if args.seeds is not None:
         return seed_sweep(args, select)
     m = model.evaluate(args.seed, args.repeat, select=select, device=args.device,
-                       dtype=args.dtype, depth=args.depth, jobs=args.jobs)
+                       dtype=args.dtype, depth=args.depth, jobs=args.jobs,
+                       snippets=args.format == "json")  # text and markdown show none
     if args.format == "json":
         _write(args, model.dumps(m))
     elif args.format == "text":  # colour only on a terminal, and never under NO_COLOR
@@ -59,7 +60,7 @@ def seed_sweep(args, select):
     for seed in range(args.seeds):
         start = time.perf_counter()
         m = model.evaluate(seed, args.repeat, select=select, device=args.device,
-                           dtype=args.dtype, depth=args.depth, jobs=args.jobs)
+                           dtype=args.dtype, depth=args.depth, jobs=args.jobs, snippets=False)
         runs.append(model.kinds(m))
         per_seed.append({"seed": seed, "failing_cells": len(m.failures()),
                          "seconds": round(time.perf_counter() - start, 1)})

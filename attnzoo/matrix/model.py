@@ -175,10 +175,11 @@ class Matrix:
 
 
 def evaluate(seed=0, repeat=1, select=None, device="cpu", dtype="float64", progress=None,
-             depth="quick", jobs=1, only=None, cell=None):
+             depth="quick", jobs=1, only=None, cell=None, snippets=True):
     """Run every detector and baseline on every row; ``select`` filters rows by label, and
     ``only`` (row label -> detector names) the cells of each row. ``progress(row)`` is told of
     each row done; ``cell(row, detector name)`` of each cell as it starts (one job only).
+    Without ``snippets`` no caught cell's reproduction is written: only JSON shows them.
 
     ``jobs`` > 1 spreads the rows over that many forked processes. Every cell is already
     independent of the others (a fresh instance per cell, the battery drawn from the seed), so
@@ -187,7 +188,8 @@ def evaluate(seed=0, repeat=1, select=None, device="cpu", dtype="float64", progr
     dets, bases = all_detectors(), baseline_suites()
     chosen = [r for r in rows(depth) if select is None or select(r)]
     matrix = Matrix(seed, [d.NAME for d in dets], [b.NAME for b in bases], chosen, depth=depth)
-    _RUN[:] = [Battery(seed, repeat, depth), device, dtype, only]  # forked processes inherit it
+    # forked processes inherit it
+    _RUN[:] = [Battery(seed, repeat, depth), device, dtype, only, snippets]
     # The battery, the catalogue and the imported libraries live as long as the run: moved out
     # of the collector's sight, they are not rescanned each time the calls' garbage triggers it
     gc.freeze()
@@ -218,19 +220,19 @@ def _cost(row):
     return -(("numpy", "torch", "sdpa").index(row.backend) * 2 + (row.kind != "bug"))
 
 
-_RUN = []  # the battery, device, dtype and cells of the evaluate call running (here or forked)
+_RUN = []  # the battery, device, dtype, cells and snippets of the evaluate call running
 
 
 def _row(row, cell=None):
     """(row label, detector) -> Finding for every detector and baseline on one row."""
-    battery, device, dtype, only = _RUN
+    battery, device, dtype, only, snippets = _RUN
     found = {}
     for detector in all_detectors() + baseline_suites():
         if only is None or detector.NAME in only.get(row.label, ()):
             if cell:
                 cell(row, detector.NAME)
             found[(row.label, detector.NAME)] = run(detector, subject_for(row, device, dtype),
-                                                    battery)
+                                                    battery, snippet=snippets)
     return found
 
 
