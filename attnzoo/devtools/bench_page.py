@@ -23,6 +23,7 @@ SOURCES = {  # short name -> the committed JSON it is read from
     "against-coverage": Path("docs/benchmark-against-coverage.json"),
     "against-per-case": Path("docs/benchmark-against-per-case.json"),
     "against-deep-check": Path("docs/benchmark-against-deep-check.json"),
+    "against-varlen-check": Path("docs/benchmark-against-varlen-check.json"),
     "flagged": Path("docs/benchmark-flagged.json"),
     "seeds-standard": Path("docs/seed-sweep-standard.json"),
     "seeds-deep": Path("docs/seed-sweep-deep-correct.json"),
@@ -126,7 +127,8 @@ def block_checks(data):
             *check_rows(r["check"])]
 
 
-AGAINST = ("against", "against-per-case", "against-coverage", "against-deep-check")
+AGAINST = ("against", "against-per-case", "against-coverage", "against-deep-check",
+           "against-varlen-check")
 
 
 def block_against(data):
