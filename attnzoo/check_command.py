@@ -44,9 +44,8 @@ def add_options(p):
                    default=Options.mask_convention, help=h["mask_convention"])
     p.add_argument("--causal-alignment", choices=options.CAUSAL_ALIGNMENTS, default=None,
                    help=h["causal_alignment"])
-    p.add_argument("--empty-rows", choices=tuple(dict.fromkeys(
-        options.EMPTY_ROWS + tuple(options.VARLEN_EMPTY_ROWS))), default=Options.empty_rows,
-        help=h["empty_rows"])
+    p.add_argument("--empty-rows", choices=options.ANY_EMPTY_ROWS, default=Options.empty_rows,
+                   help=h["empty_rows"])
     p.add_argument("--window-counting", choices=tuple(options.WINDOW_COUNTINGS), default=None,
                    help=h["window_counting"])
     p.add_argument("--unsupported", default="", metavar="CAPABILITIES", help=h["unsupported"])

@@ -41,6 +41,7 @@ EMPTY_ROWS = ("zero", "uniform")
 VARLEN_EMPTY_ROWS = {"zero": "zero", "lse-inf": "lse +inf", "unmasked": "unmasked",
                      "uniform": "uniform"}
 WINDOW_COUNTINGS = {"inclusive": "inclusive", "counts-current-token": "counts the current token"}
+ANY_EMPTY_ROWS = tuple(dict.fromkeys(EMPTY_ROWS + tuple(VARLEN_EMPTY_ROWS)))  # either contract's
 ISOLATIONS = ("strict", "process")  # attnzoo.sandbox.confine's levels
 MEMORY_LIMIT = 8 << 30  # --memory-limit: what one worker may allocate
 SCRATCH_LIMIT = 1 << 30  # --scratch-limit: what it may write into its scratch directory

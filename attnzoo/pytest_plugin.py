@@ -13,8 +13,9 @@ as ``attnzoo check``'s is (``--attnzoo-isolation``, ``--attnzoo-memory-limit``,
 ``--attnzoo-scratch-limit``); the run's header says how. Items are plain pytest
 items, so ``-k``, JUnit XML and pytest-xdist work on them; each xdist worker has its own worker
 process for the target. With ``--attnzoo-contract varlen`` the items are the varlen detectors
-(docs/varlen.md), run as ``attnzoo check --contract varlen`` runs them: the kernel in a confined
-worker, each call time-limited, a hang or a crash a failure of the item that met it. The
+(docs/varlen.md), run as ``attnzoo check --contract varlen`` runs them, with its declarations
+(``--attnzoo-empty-rows``, ``--attnzoo-window-counting``, ``--attnzoo-unsupported``): the kernel in
+a confined worker, each call time-limited, a hang or a crash a failure of the item that met it. The
 project's own kill-matrix plugin (``attnzoo.matrix.plugin``) is a
 separate plugin loaded with ``-p`` and shares nothing with this one.
 """
@@ -31,8 +32,8 @@ from attnzoo.options import BadInput, Options
 ENDING = (signal.SIGTERM, signal.SIGHUP)  # pytest's own SIGINT handling is left alone
 # the fields of attnzoo.options.Options the plugin takes, each as --attnzoo-<name with dashes>
 SHARED = ("backend", "depth", "dtype", "device", "mask_convention", "causal_alignment",
-          "empty_rows", "seed", "timeout", "only", "expect", "isolation", "memory_limit",
-          "scratch_limit")
+          "empty_rows", "window_counting", "unsupported", "refuses", "seed", "timeout", "only",
+          "expect", "isolation", "memory_limit", "scratch_limit")
 
 
 def pytest_addoption(parser):
@@ -56,8 +57,14 @@ def pytest_addoption(parser):
                 default=Options.mask_convention, help=h["mask_convention"])
     g.addoption("--attnzoo-causal-alignment", choices=options.CAUSAL_ALIGNMENTS,
                 default=None, help=h["causal_alignment"])
-    g.addoption("--attnzoo-empty-rows", choices=options.EMPTY_ROWS, default=Options.empty_rows,
-                help=h["empty_rows"])
+    g.addoption("--attnzoo-empty-rows", choices=options.ANY_EMPTY_ROWS,
+                default=Options.empty_rows, help=h["empty_rows"])
+    g.addoption("--attnzoo-window-counting", choices=tuple(options.WINDOW_COUNTINGS),
+                default=None, help=h["window_counting"])
+    g.addoption("--attnzoo-unsupported", default="", metavar="CAPABILITIES",
+                help=h["unsupported"])
+    g.addoption("--attnzoo-refuses", action="append", default=[], metavar="MESSAGE",
+                help=h["refuses"])
     g.addoption("--attnzoo-seed", type=int, default=Options.seed, help=h["seed"])
     # given, so that the first call of each function gets it too: the plugin has no --warmup
     g.addoption("--attnzoo-timeout", type=float, default=options.CALL_SECONDS,
@@ -81,7 +88,7 @@ def pytest_configure(config):
 
 def respell(message):
     """A message naming ``attnzoo check``'s options, with the plugin's names for them."""
-    ours = {name.replace("_", "-") for name in SHARED}
+    ours = {name.replace("_", "-") for name in SHARED + ("contract",)}
     return re.sub(r"--([a-z][a-z-]*)",
                   lambda m: f"--attnzoo-{m[1]}" if m[1] in ours else m[0], message)
 
@@ -122,9 +129,7 @@ class Conformance:
             self.options, self.detectors = varlen_check.options(
                 **{n: config.getoption(f"attnzoo_{n}") for n in SHARED})
         except BadInput as e:
-            raise pytest.UsageError(respell(str(e)).replace("--contract varlen",
-                                                            "--attnzoo-contract varlen")) \
-                from None
+            raise pytest.UsageError(respell(str(e))) from None
         self.expect_path, self.expected = None, {}
         self.workers = {}  # locator -> its kernel's worker (varlen_check.Worker)
 
@@ -313,7 +318,8 @@ class DetectorItem(pytest.Item):
 
 
 class VarlenItem(pytest.Item):
-    """One varlen detector on one kernel: passes, or fails with the check's message."""
+    """One varlen detector on one kernel: passes, fails with the check's message, or is
+    skipped where the kernel gave it nothing to judge (n/a, or unsupported as declared)."""
 
     def __init__(self, *, detector, locator, owner, **kwargs):
         super().__init__(**kwargs)
@@ -321,10 +327,12 @@ class VarlenItem(pytest.Item):
         self.user_properties.append(("attnzoo_detector", detector.NAME))
 
     def runtest(self):
-        from detectors.kit.verdict import ERROR
+        from detectors.kit.verdict import ERROR, NA, UNSUPPORTED
 
         finding = self.owner.check_varlen(self.detector, self.locator)
         self.user_properties.append(("attnzoo_verdict", str(finding.verdict)))
+        if finding.verdict in (NA, UNSUPPORTED):  # judged on nothing: never a pass
+            pytest.skip(finding.message)
         if finding.verdict == ERROR:
             raise ConformanceFailure(f"[{self.detector.NAME}] {finding.message}")
         if finding.caught:

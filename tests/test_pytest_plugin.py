@@ -133,6 +133,19 @@ def test_the_header_counts_the_items_and_a_declared_limit_is_skipped(pytester):
     assert "SKIPPED" in out and "every case is outside what the target supports" in out
 
 
+def test_a_limit_declared_on_the_command_line_is_skipped_as_a_declared_one(pytester):
+    """``--attnzoo-unsupported`` is ``attnzoo check --unsupported``: the same words, the same
+    outcome as ATTNZOO_UNSUPPORTED in the module."""
+    pytester.makepyfile(plain="import torch.nn.functional as F\n"
+                        "def sdpa(*args, **kwargs):\n"
+                        "    return F.scaled_dot_product_attention(*args, **kwargs)\n")
+    only = [a for d in ("causality", "gqa_head_mapping") for a in ("--attnzoo-only", d)]
+    result = run(pytester, "--attnzoo-target", "plain:sdpa", "--attnzoo-unsupported", "gqa",
+                 *only, "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    assert "every case is outside what the target supports" in result.stdout.str()
+
+
 def test_a_failure_says_what_its_cases_share_and_the_run_ends_with_the_diagnosis(pytester):
     """GQA read as one KV head per query head: every failing case uses enable_gqa, and the
     end of the run names it as the root cause, as ``attnzoo check`` opens with it."""

@@ -380,3 +380,28 @@ def test_the_grade_command_takes_a_varlen_suite(tmp_path):
     assert doc["summary"]["false_alarms"] == 0
     assert doc["summary"]["bugs"] == len(varlen_zoo.BUGS)
     assert doc["summary"]["caught"] >= 12
+
+
+def test_the_plugin_takes_the_declarations_check_takes(pytester):
+    """A window convention and what the kernel lacks, declared to the plugin as to check: the
+    convention decoy passes the window detectors, what it lacks is skipped, never passed."""
+    decoy = next(e for e in varlen_zoo.DECOYS
+                 if e.id == "varlen-sliding-window-counts-current-token")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--attnzoo-contract", "varlen", "--attnzoo-dtype", "float64",
+        "--attnzoo-target", str(REPO / locator(decoy)),
+        "--attnzoo-window-counting", "counts-current-token", "--attnzoo-unsupported", "lse",
+        "--attnzoo-only", "window_is_a_key_slice", "--attnzoo-only", "window_counting_convention",
+        "--attnzoo-only", "lse_matches_output", "-rs", timeout=300)
+    result.assert_outcomes(passed=2, skipped=1)
+    assert "unsupported" in result.stdout.str()
+
+
+def test_the_plugin_names_its_own_options_in_a_usage_error(pytester):
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--attnzoo-target", "reference/sdpa.py",
+        "--attnzoo-window-counting", "inclusive", timeout=120)
+    assert result.ret == 4
+    err = result.stderr.str()
+    assert "--attnzoo-window-counting is the varlen contract's" in err
+    assert "--attnzoo-contract varlen" in err
