@@ -112,7 +112,10 @@ def check(
             raise BadInput("name= picks a function of a source string; a locator names its own "
                            "('file.py:func')")
         _agrees(target, contract)
-        return _run(target, options, contract, None, progress)
+        try:
+            return _run(target, options, contract, None, progress)
+        except BadInput as e:
+            raise BadInput(_respelt(e)) from None
     if isinstance(target, str):
         module = carry.from_source(target, contract or "sdpa", name)
     elif callable(target):
@@ -130,7 +133,10 @@ def check(
         os.makedirs(folder, exist_ok=True)
         path = carry.write(module, folder)
         locator = path if module.function is None else f"{path}:{module.function}"
-        return _run(locator, options, contract or "sdpa", module.display, progress)
+        try:
+            return _run(locator, options, contract or "sdpa", module.display, progress)
+        except BadInput as e:  # named as the caller named it, not by the file carried here
+            raise BadInput(_respelt(e).replace(locator, module.display)) from None
     finally:
         if not kept:
             shutil.rmtree(folder, ignore_errors=True)
@@ -155,11 +161,12 @@ def _varlen_options(**values):
     try:
         return varlen_check.options(**values)[0]
     except BadInput as e:
-        raise BadInput(_respelt(e).replace("--contract varlen", "contract='varlen'")) from None
+        raise BadInput(_respelt(e)) from None
 
 
 def _respelt(error):
-    return re.sub(r"--[a-z][a-z-]*", lambda m: KEYWORDS.get(m[0], m[0]), str(error))
+    text = str(error).replace("--contract varlen", "contract='varlen'")
+    return re.sub(r"--[a-z][a-z-]*", lambda m: KEYWORDS.get(m[0], m[0]), text)
 
 
 def _agrees(locator, contract):

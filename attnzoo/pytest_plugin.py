@@ -196,8 +196,10 @@ class Conformance:
         try:
             targets = [t for loc in config.getoption("attnzoo_target")
                        for t in resolve(self.start(), loc, self.options)]
+            for t in targets:  # its signature is read now: a bad one is a usage error, once
+                self.executor.use(t)
         except BadTarget as e:
-            raise pytest.UsageError(f"--attnzoo-target: {e}") from None
+            raise pytest.UsageError(f"--attnzoo-target: {respell(str(e))}") from None
         ours = [DetectorItem.from_parent(session, name=f"{d.NAME}[{t.locator}]",
                                          nodeid=f"{d.NAME}[{t.locator}]", detector=d, target=t,
                                          owner=self)

@@ -256,6 +256,18 @@ def test_window_counting_is_the_varlen_contracts_alone():
     assert "--window-counting is the varlen contract's" in p.stderr
 
 
+def test_a_varlen_kernel_checked_as_sdpa_is_told_to_add_the_contract():
+    """Its signature takes the offsets no SDPA takes: the one line says which contract."""
+    p = in_process("check", "reference/varlen.py:attn_varlen", "--depth", "quick")
+    line = one_error_line(p)
+    assert "takes cu_seqlens_q" in line and line.endswith("add --contract varlen (docs/varlen.md)")
+    from reference.varlen import attn_varlen
+
+    with pytest.raises(api.BadInput, match=r"^reference\.varlen\.attn_varlen takes cu_seqlens_q.*"
+                       r"add contract='varlen'"):
+        api.check(attn_varlen, depth="quick")
+
+
 def test_contract_names_a_contract_check_knows():
     p = in_process("check", "reference/varlen.py:attn_varlen", "--contract", "flash")
     one_error_line(p)
@@ -395,6 +407,15 @@ def test_the_plugin_takes_the_declarations_check_takes(pytester):
         "--attnzoo-only", "lse_matches_output", "-rs", timeout=300)
     result.assert_outcomes(passed=2, skipped=1)
     assert "unsupported" in result.stdout.str()
+
+
+def test_the_plugin_tells_a_varlen_kernel_to_add_the_contract(pytester):
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--attnzoo-target", str(REPO / "reference/varlen.py:attn_varlen"),
+        timeout=120)
+    assert result.ret == 4  # a usage error at collection, not a failure per detector
+    assert "takes cu_seqlens_q" in result.stderr.str()
+    assert "add --attnzoo-contract varlen" in result.stderr.str()
 
 
 def test_the_plugin_names_its_own_options_in_a_usage_error(pytester):

@@ -23,6 +23,8 @@ from attnzoo.sandbox.target import (
 )
 from detectors.kit.capabilities import VOCABULARY, unknown
 
+VARLEN_MARK = "cu_seqlens_q"  # a parameter of the varlen contract's signature and of no SDPA's
+
 DECLARATIONS = ("ATTNZOO_UNSUPPORTED", "ATTNZOO_REFUSES", "ATTNZOO_EMPTY_ROWS")
 EMPTY_ROWS = ("zero", "uniform")  # attnzoo.options.EMPTY_ROWS: the conventions one may declare
 TEXT = 200  # characters of a signature's text kept for messages
@@ -118,6 +120,9 @@ def _sdpa(data, target):
     if sig is None:
         return Manifest({"sdpa": None}, SDPA_KEYWORDS, unsupported, refuses, empty_rows)
     if not _binds(sig, 3):
+        if VARLEN_MARK in sig.parameters:  # flash-attention's varlen signature, by its offsets
+            raise BadTarget(f"{target.locator} takes {VARLEN_MARK}, the packed varlen contract's "
+                            "offsets: add --contract varlen (docs/varlen.md)")
         raise BadTarget(
             f"{target.locator}{inert(f['text'])} cannot be called as {SDPA_SIGNATURE}: fix its "
             "parameters"
