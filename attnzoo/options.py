@@ -64,7 +64,8 @@ HELP = {
     "finite fill, HF's eager path)",
     "window_counting": "--contract varlen: what a bounded side of window_size counts: "
     "inclusive = that many keys besides the query's own (default, the contract's); "
-    "counts-current-token = the query's own key among them (HF's sliding_window)",
+    "counts-current-token = the query's own key among them (HF's sliding_window); a module may "
+    "declare ATTNZOO_WINDOW_COUNTING instead",
     "unsupported": "what the target does not support, comma-separated from the fixed "
     "vocabulary (attnzoo check --unsupported help lists it): those cases are unsupported, "
     "never scored; a module may declare ATTNZOO_UNSUPPORTED instead",

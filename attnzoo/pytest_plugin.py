@@ -148,7 +148,8 @@ class Conformance:
         from attnzoo import varlen_check
 
         worker = self.worker(locator)
-        finding = varlen_check.one(detector, worker, self.options, locator)
+        options = varlen_check.declared_by(self.options, worker)  # and what its module declares
+        finding = varlen_check.one(detector, worker, options, locator)
         if finding.lost:
             worker.close()
             self.workers[locator] = None

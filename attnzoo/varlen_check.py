@@ -166,6 +166,60 @@ def convention(option, value, spellings):
     return spellings[value]
 
 
+def declarations(data, locator):
+    """What a kernel's module declares (its worker's data, untrusted): ``{"unsupported": words,
+    "empty_rows": convention or None, "window_counting": convention or None}``; BadInput, one
+    line, for a declaration that is not one of the words its option takes."""
+    from detectors.kit.varlen_capabilities import parse
+
+    if not isinstance(data, dict):
+        raise BadInput(f"{locator}: its worker sent no declarations: fix the module")
+
+    def strings(name):  # (its strings, whether it was one bare string); ([], False): absent
+        value = data.get(name)
+        found = value.get("strings") if isinstance(value, dict) else None
+        if not (isinstance(found, list) and all(isinstance(w, str) for w in found)):
+            return None, None
+        return found, value.get("single") is True
+
+    out = {}
+    for name, key, spellings in (("ATTNZOO_EMPTY_ROWS", "empty_rows", VARLEN_EMPTY_ROWS),
+                                 ("ATTNZOO_WINDOW_COUNTING", "window_counting", WINDOW_COUNTINGS)):
+        words, single = strings(name)
+        if words == [] and single is False:
+            out[key] = None
+        elif single and words[0] in spellings:
+            out[key] = spellings[words[0]]
+        elif single and words[0] in spellings.values():
+            out[key] = words[0]
+        else:
+            raise BadInput(f"{locator}: {name} must be one of "
+                           f"{', '.join(repr(w) for w in spellings)} (a string)")
+    words, _ = strings("ATTNZOO_UNSUPPORTED")
+    if words is None:
+        raise BadInput(f"{locator}: ATTNZOO_UNSUPPORTED must be a tuple of strings")
+    try:
+        out["unsupported"] = parse(words)
+    except ValueError as e:
+        raise BadInput(f"{locator}: ATTNZOO_UNSUPPORTED: {inert(str(e))}") from None
+    return out
+
+
+def declared_by(options, worker):
+    """``options`` with what the kernel's module declares: the words it lacks added to
+    ``--unsupported``'s, and its conventions where the command line left the contract's."""
+    from detectors.kit.varlen_capabilities import parse
+
+    found = worker.declared
+    empty, counting = options.empty_rows, options.window_counting
+    if empty == next(iter(VARLEN_EMPTY_ROWS.values())) and found["empty_rows"]:
+        empty = found["empty_rows"]
+    if counting == next(iter(WINDOW_COUNTINGS.values())) and found["window_counting"]:
+        counting = found["window_counting"]
+    return dataclasses.replace(options, empty_rows=empty, window_counting=counting,
+                               unsupported=parse(options.unsupported + found["unsupported"]))
+
+
 def from_args(args):
     """(options, detectors) from check's parsed command line."""
     fields = {f.name for f in dataclasses.fields(Options)}
@@ -219,6 +273,11 @@ class Worker:
             raise BadInput(f"{locator} is not callable: name a function with the varlen "
                            f"signature, {SIGNATURE}")
         self.parameters = found.get("parameters")
+        try:
+            self.declared = declarations(found.get("declared"), locator)
+        except BadInput:
+            self.close()
+            raise
         self.connection = Timed(self, ours)
 
     def _reply(self, seconds, doing, option="--timeout"):
@@ -338,6 +397,7 @@ def run(locator, options, chosen, *, name=None, progress=None):
     try:
         try:
             worker = start(locator, options, deadline)
+            options = declared_by(options, worker)
         except Lost:  # the deadline passed while it imported: nothing ran
             worker, stopped = None, session.DEADLINE
         with session.one_blas_thread():
@@ -350,6 +410,7 @@ def run(locator, options, chosen, *, name=None, progress=None):
                     continue
                 if worker is None:
                     worker = start(locator, options, deadline)
+                    options = declared_by(options, worker)
                 finding = one(detector, worker, options, name or locator, progress.call)
                 if finding is None:  # the deadline passed during it
                     stopped = session.DEADLINE

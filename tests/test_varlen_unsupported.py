@@ -127,3 +127,41 @@ def test_a_cap_that_kept_the_scores_judgeable_is_not_taken_out():
     assert "softcap on logits past exp's range" in subject.set_aside
     assert "small softcap (without softcap)" in names
     assert all(varlen.max_score(c) <= varlen.UNCAPPED_SCORES for c in subject.cases())
+
+
+# -- declared beside the kernel -----------------------------------------------------------------
+
+DECLARES = "tests/targets/varlen/declares_its_conventions.py"
+
+
+def test_what_a_module_declares_is_what_the_options_declare():
+    """ATTNZOO_WINDOW_COUNTING and ATTNZOO_UNSUPPORTED beside the kernel: judged as with
+    --window-counting counts-current-token --unsupported lse, and the report says so."""
+    only = ("--only", "window_counting_convention", "--only", "window_is_a_key_slice",
+            "--only", "lse_matches_output", "--dtype", "float64")
+    done, doc = quick(f"{DECLARES}:attn_varlen", *only)
+    assert done.returncode == 0, done.stdout + done.stderr
+    found = verdicts(doc)
+    assert found["window_counting_convention"] == "survived"
+    assert found["window_is_a_key_slice"] == "survived"
+    assert found["lse_matches_output"] == "unsupported"
+    target = doc["implementations"][0]["target"]
+    assert target["window_counting"] == "counts the current token"
+    assert target["unsupported"] == ["lse"]
+    # as for ATTNZOO_EMPTY_ROWS under SDPA, only a convention other than the contract's on
+    # the command line overrides the module's: naming the contract's own leaves the module's
+    done, doc = quick(f"{DECLARES}:attn_varlen", *only, "--window-counting", "inclusive")
+    assert verdicts(doc)["window_counting_convention"] == "survived"
+    # and --unsupported adds to the module's words
+    done, doc = quick(f"{DECLARES}:attn_varlen", *only, "--unsupported", "paged")
+    assert doc["implementations"][0]["target"]["unsupported"] == ["paged", "lse"]
+
+
+@pytest.mark.parametrize("name,said", [
+    ("lying_counting", "ATTNZOO_WINDOW_COUNTING must be one of 'inclusive', "
+                       "'counts-current-token' (a string)"),
+    ("lying_words", "ATTNZOO_UNSUPPORTED: unknown varlen capability 'pages'"),
+])
+def test_a_declaration_outside_the_vocabulary_is_bad_input(name, said):
+    done, _ = quick(f"{DECLARES}:{name}")
+    assert done.returncode == 2 and said in done.stderr

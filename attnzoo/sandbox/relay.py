@@ -593,7 +593,8 @@ def _tensors(x):
 
 def serve(sock, header):
     """In the worker: become a relay for the implementation ``header`` names; returns at EOF.
-    The first reply (to the parent) is ``{"relaying": {"functions": [...], "parameters"}}`` or
+    The first reply (to the parent) is ``{"relaying": {"functions": [...], "parameters"}}`` (for
+    the varlen contract with ``"declared"``: its ATTNZOO_* declarations as data) or
     ``{"bad"}``."""
     from attnzoo.sandbox import lifeline
     from attnzoo.sandbox.target import BadTarget, load
@@ -602,8 +603,10 @@ def serve(sock, header):
     try:
         impl = load(str(header.get("locator")))
         relay = Relay(impl, header.get("contract"), header.get("canary") is True)
-        wire.send(sock, {"relaying": {"functions": relay.functions(),
-                                      "parameters": parameters(impl)}})
+        found = {"functions": relay.functions(), "parameters": parameters(impl)}
+        if header.get("contract") == "varlen":
+            found["declared"] = declared(impl)
+        wire.send(sock, {"relaying": found})
     except BadTarget as e:
         wire.send(sock, {"bad": str(e)})
         return
@@ -621,6 +624,20 @@ def serve(sock, header):
             wire.send(sock, reply, out)
         except OSError:
             return
+
+
+VARLEN_DECLARATIONS = ("ATTNZOO_UNSUPPORTED", "ATTNZOO_EMPTY_ROWS", "ATTNZOO_WINDOW_COUNTING")
+
+
+def declared(impl):
+    """What the callable, or else its module, declares of itself, as data the parent decides
+    on (attnzoo.varlen_check.declarations): strings, or that a value is not strings."""
+    import inspect
+
+    from attnzoo.sandbox.offer import _raw
+
+    module = inspect.getmodule(impl)
+    return {n: _raw(getattr(impl, n, getattr(module, n, ()))) for n in VARLEN_DECLARATIONS}
 
 
 def parameters(impl):
