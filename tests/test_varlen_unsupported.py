@@ -161,6 +161,7 @@ def test_what_a_module_declares_is_what_the_options_declare():
     ("lying_counting", "ATTNZOO_WINDOW_COUNTING must be one of 'inclusive', "
                        "'counts-current-token' (a string)"),
     ("lying_words", "ATTNZOO_UNSUPPORTED: unknown varlen capability 'pages'"),
+    ("raising_declaration", "ATTNZOO_UNSUPPORTED must be a tuple of strings"),
 ])
 def test_a_declaration_outside_the_vocabulary_is_bad_input(name, said):
     done, _ = quick(f"{DECLARES}:{name}")

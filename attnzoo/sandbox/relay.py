@@ -636,8 +636,13 @@ def declared(impl):
 
     from attnzoo.sandbox.offer import _raw
 
-    module = inspect.getmodule(impl)
-    return {n: _raw(getattr(impl, n, getattr(module, n, ()))) for n in VARLEN_DECLARATIONS}
+    def read(name):
+        try:
+            return _raw(getattr(impl, name, getattr(inspect.getmodule(impl), name, ())))
+        except Exception as e:  # noqa: BLE001 - a value that raises when read declares nothing
+            return {"invalid": type(e).__name__}
+
+    return {n: read(n) for n in VARLEN_DECLARATIONS}
 
 
 def parameters(impl):

@@ -1,5 +1,6 @@
 """A kernel that declares, beside itself, what a command line would: HF's window counting, and
-no LSE. ``lying_*`` declare words the varlen contract does not have."""
+no LSE. ``lying_*`` declare words the varlen contract does not have, and
+``raising_declaration`` one that raises when read."""
 
 from zoo.varlen.decoys.sliding_window_counts_current_token import VARLEN as _counts_current
 
@@ -30,3 +31,15 @@ def lying_words(*args, **kwargs):
 
 
 lying_words.ATTNZOO_UNSUPPORTED = ("pages",)
+
+
+class _Raises:
+    def __iter__(self):
+        raise RuntimeError("read me and fail")
+
+
+def raising_declaration(*args, **kwargs):
+    return attn_varlen(*args, **kwargs)
+
+
+raising_declaration.ATTNZOO_UNSUPPORTED = _Raises()
