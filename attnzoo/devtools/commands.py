@@ -144,7 +144,6 @@ def cmd_bench(args):
 
 def cmd_docs(args):
     from attnzoo.devtools import bench_page, docs, gallery, grade_page, project
-    from attnzoo.devtools.docs import varlen_data
 
     root = project.root("attnzoo docs")
     if args.contract and (args.check or args.from_json):
@@ -178,12 +177,7 @@ def cmd_docs(args):
         print(f"kill matrix: {time.perf_counter() - start:.0f} s", file=sys.stderr)
         if (root / docs.JSON_PATH).exists():  # unchanged results keep their committed text
             data = docs.settled(docs.load(root / docs.JSON_PATH), data)
-        start = time.perf_counter()
-        varlen = varlen_data.run(0, progress=lambda row: print(f"  varlen: {row}",
-                                                                file=sys.stderr, flush=True))
-        print(f"varlen kill matrix: {time.perf_counter() - start:.0f} s", file=sys.stderr)
-        if (root / docs.VARLEN_JSON).exists():
-            varlen = varlen_data.settle(docs.load(root / docs.VARLEN_JSON), varlen)
+        varlen = _varlen_matrix(root)
     written = docs.write(data, root, varlen=None if args.from_json else varlen)
     if args.from_json:
         written += grade_page.write(root=root)
@@ -204,20 +198,29 @@ def cmd_docs(args):
     return 0
 
 
-def docs_varlen(root):
-    """``attnzoo docs --contract varlen``: the varlen matrix alone, its JSON and the pages."""
+def _varlen_matrix(root):
+    """The varlen kill matrix, run now; results unchanged since the committed JSON keep its
+    text."""
     from attnzoo.devtools import docs
     from attnzoo.devtools.docs import varlen_data
 
-    path = root / docs.JSON_PATH
-    if not path.exists():
-        raise BadInput(f"no {docs.JSON_PATH.as_posix()}: run 'attnzoo docs' first")
     start = time.perf_counter()
     varlen = varlen_data.run(0, progress=lambda row: print(f"  varlen: {row}", file=sys.stderr,
                                                             flush=True))
     print(f"varlen kill matrix: {time.perf_counter() - start:.0f} s", file=sys.stderr)
-    if (root / docs.VARLEN_JSON).exists():  # unchanged results keep their committed text
+    if (root / docs.VARLEN_JSON).exists():
         varlen = varlen_data.settle(docs.load(root / docs.VARLEN_JSON), varlen)
-    for name in docs.write(docs.normalise(docs.load(path)), root, png=False, varlen=varlen):
+    return varlen
+
+
+def docs_varlen(root):
+    """``attnzoo docs --contract varlen``: the varlen matrix alone, its JSON and the pages."""
+    from attnzoo.devtools import docs
+
+    path = root / docs.JSON_PATH
+    if not path.exists():
+        raise BadInput(f"no {docs.JSON_PATH.as_posix()}: run 'attnzoo docs' first")
+    for name in docs.write(docs.normalise(docs.load(path)), root, png=False,
+                           varlen=_varlen_matrix(root)):
         print(f"wrote {name}")
     return 0
