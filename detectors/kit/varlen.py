@@ -338,6 +338,8 @@ def standard(seed):
         build(s + 28, "a head wider than 128", (3, 2), (4, 3), D=136, Dv=136),
         build(s + 29, "one sequence longer than a 64-wide tile, causal", (70,), (70,),
               causal=True, Hq=1, Hk=1, D=4),
+        build(s + 30, "ALiBi on rows that see no key", (6, 3, 2), (3, 0, 4), causal=True,
+              window=(1, -1), alibi="head"),
     ]
 
 

@@ -20,6 +20,7 @@ BUG = Bug(
     seen_in="https://github.com/pytorch/pytorch/pull/193632 (the memory-efficient kernel's "
             "bottom-right offset was unsigned and wrapped, disabling the mask)",
     caught_by=(
+        "alibi_is_a_float_bias",
         "causal_diagonal_convention",
         "matches_reference",
         "rows_without_keys_are_zero",

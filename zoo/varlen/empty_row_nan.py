@@ -19,6 +19,7 @@ BUG = Bug(
     source="",
     seen_in="https://github.com/pytorch/pytorch/issues/103749 (NaN output for fully masked rows)",
     caught_by=(
+        "alibi_is_a_float_bias",
         "matches_reference",
         "page_placement_invariance",
         "softcap_limit_and_order",

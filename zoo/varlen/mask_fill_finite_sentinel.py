@@ -17,6 +17,7 @@ BUG = Bug(
     seen_in="https://github.com/flashinfer-ai/flashinfer/issues/4267 (the -inf sentinel is a "
             "finite -5e4)",
     caught_by=(
+        "alibi_is_a_float_bias",
         "matches_reference",
         "window_is_a_key_slice",
         "causal_diagonal_convention",

@@ -20,6 +20,7 @@ BUG = Bug(
     seen_in="https://github.com/Dao-AILab/flash-attention/issues/1661 (rows outside the "
             "cu_seqlens range are modified)",
     caught_by=(
+        "rows_without_keys_are_zero",
         "alibi_is_a_float_bias",
         "matches_reference",
         "decode_matches_prefill",

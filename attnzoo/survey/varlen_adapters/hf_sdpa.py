@@ -8,7 +8,7 @@ call's ``causal``; ALiBi as ``position_bias``, the additive bias sdpa_attention_
 (MPT passes its ALiBi so); the answer from (1, sq, Hq, Dv) to the packed rows.
 """
 
-from attnzoo.survey.varlen_adapters import Declaration, loader
+from attnzoo.survey.varlen_adapters import Declaration, Review, loader
 
 SDPA_SOURCE = ("https://github.com/huggingface/transformers/blob/main/src/transformers/"
                "integrations/sdpa_attention.py")
@@ -41,7 +41,39 @@ DECLARATION = Declaration(
 
 
 # the survey's flagged detectors read against the documentation (docs/survey-varlen.md)
-REVIEWS = ()  # nothing flagged (docs/survey-varlen.md)
+POSITION_BIAS_EMPTY_ROWS = dict(
+    kind="divergence", docs=SDPA_SOURCE,
+    says="sdpa_attention_forward returns 0 for a row its boolean mask empties (sdpa_mask relies "
+         "on torch >= 2.5's SDPA for it, transformers#47609); with a position_bias, "
+         "create_position_bias_mask turns the mask into a float one, "
+         "torch.where(attention_mask, position_bias, torch.finfo(dtype).min).",
+    note="a finite fill is a score: with ALiBi (a position_bias) a row that sees no key gets "
+         "softmax over equal scores, the mean of its sequence's values, and its gradient reaches "
+         "them; the same row without a position_bias gives 0. The convention a model gets for "
+         "its empty rows so depends on whether it has a position bias. Only the battery's case "
+         "of ALiBi on rows that see no key differs; every other case is within the tolerance. "
+         "Checked on transformers 5.24.0.",
+    reproduce="""
+import torch
+from types import SimpleNamespace
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+torch.manual_seed(0)
+q, k, v = torch.randn(1, 1, 2, 8), torch.randn(1, 1, 3, 8), torch.randn(1, 1, 3, 8)
+module = SimpleNamespace(is_causal=False, num_key_value_groups=1, training=False)
+mask = torch.ones(1, 1, 2, 3, dtype=torch.bool)
+mask[..., 0, :] = False  # query 0 sees no key
+out, _ = sdpa_attention_forward(module, q, k, v, mask, dropout=0.0)
+print(out[0, 0].abs().max())  # tensor(0.): the row with no key gives 0
+bias = torch.zeros(1, 1, 2, 3)  # a position bias (an ALiBi one, here 0)
+out, _ = sdpa_attention_forward(module, q, k, v, mask, dropout=0.0, position_bias=bias)
+print(torch.allclose(out[0, 0], v[0, 0].mean(0)))  # True: the same row averages the values
+""")
+
+REVIEWS = tuple(
+    Review(detector, dtype, **POSITION_BIAS_EMPTY_ROWS)
+    for detector in ("alibi_is_a_float_bias", "gradients_match_reference", "matches_reference",
+                     "rows_without_keys_are_zero")
+    for dtype in ("float32", "float64"))
 
 
 def forward(module, q, k, v, sq, sk, scaling, causal, window_left, softcap, bias):

@@ -78,7 +78,9 @@ EMPTY_ROWS = dict(
          "padded batch holds, and keys allocated past seqused_k), with LSE about -2.4e38 + "
          "log S, not 0 and -inf. Which slots it averages depends on the batch's padding, so "
          "the same sequence run alone differs, and a NaN in an unused key's value reaches it. "
-         "None of the varlen conventions (zero, lse +inf, unmasked) is this uniform average "
+         "None of the varlen conventions (zero, lse +inf, unmasked) is this uniform average. "
+         "With ALiBi, a row its causal window leaves without a key (the battery's ALiBi on "
+         "rows that see no key) averages the same way, and its gradient reaches those values "
          "(checked on jax 0.10.2).",
     reproduce="""
 import jax, numpy as np
@@ -112,8 +114,9 @@ print(np.isnan(out).any())  # True
 
 REVIEWS = (
     *(Review(d, "float32", **EMPTY_ROWS) for d in (
-        "matches_reference", "lse_matches_output", "per_sequence_equivalence",
-        "empty_row_convention", "rows_without_keys_are_zero")),
+        "alibi_is_a_float_bias", "gradients_match_reference", "matches_reference",
+        "lse_matches_output", "per_sequence_equivalence", "empty_row_convention",
+        "rows_without_keys_are_zero")),
     Review("padding_is_never_read", "float32", **MASKED_VALUES_READ),
 )
 

@@ -34,6 +34,7 @@ from attnzoo.survey.varlen_adapters import Declaration, Review, loader
 
 REPO = "https://github.com/lucidrains/x-transformers"
 ATTEND = REPO + "/blob/main/x_transformers/attend.py"
+ALIBI = REPO + "/blob/main/x_transformers/x_transformers.py"
 
 DECLARATION = Declaration(
     name="xt-attend", title="x-transformers Attend(flash=False) with AlibiPositionalBias",
@@ -106,6 +107,29 @@ print((out - torch.tanh(s + bias).softmax(-1) @ v).abs().max())  # tensor(0.): b
 print((out - (torch.tanh(s) + bias).softmax(-1) @ v).abs().max())  # 0.1953: not cap, bias
 """)
 
+NO_KEYS = dict(
+    kind="divergence", docs=ALIBI,
+    says="AlibiPositionalBias.forward(i, j) is the bias of i queries against j keys, the last "
+         "query at the last key (seq_arange = arange(j - i, j)); a bias built once is cached "
+         "and sliced for later calls, self.bias[..., -i:, -j:].",
+    note="with j = 0 keys the slice -0: is the whole key axis, so after an earlier, larger call "
+         "the module returns the cached (heads, i, j') bias and Attend's sim + attn_bias fails "
+         "('the size of tensor a (0) must match the size of tensor b (3)'); with no cache, the "
+         "same call raises in einx, which solves no zero-sized axis. The battery's case of "
+         "ALiBi on rows that see no key (a sequence with queries and no key) meets it; the "
+         "adapter shares one bias module across sequences, as a model shares it across steps. "
+         "Checked on x-transformers 2.31.10.",
+    reproduce="""
+from x_transformers.x_transformers import AlibiPositionalBias
+alibi = AlibiPositionalBias(heads=2)
+print(alibi(3, 5).shape)  # torch.Size([2, 3, 5]): built, and cached
+print(alibi(2, 0).shape)  # torch.Size([2, 2, 5]), not [2, 2, 0]: bias[..., -2:, -0:]
+try:
+    AlibiPositionalBias(heads=2)(2, 0)  # without the cache
+except Exception as e:  # einx solves no zero-sized key axis
+    print(type(e).__name__)
+""")
+
 # matches_reference and gradients_match_reference stop at the causal case; later ones differ too
 BOTH = dict(CAUSAL_EMPTY_ROWS, note=CAUSAL_EMPTY_ROWS["note"] + " The MQA and GQA cases with "
             "every feature differ as well, by the bias-then-cap order (softcap_limit_and_order's "
@@ -120,7 +144,10 @@ REVIEWS = tuple(
                              ("causal_diagonal_convention", CAUSAL_EMPTY_ROWS),
                              ("empty_row_convention", CAUSAL_EMPTY_ROWS),
                              ("rows_without_keys_are_zero", CAUSAL_EMPTY_ROWS),
-                             ("softcap_limit_and_order", BIAS_THEN_CAP)))
+                             ("softcap_limit_and_order", BIAS_THEN_CAP),
+                             ("alibi_is_a_float_bias", NO_KEYS),
+                             ("padding_is_never_read", NO_KEYS),
+                             ("per_sequence_equivalence", NO_KEYS)))
 
 
 def _attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k=None, *, max_seqlen_q, max_seqlen_k,
