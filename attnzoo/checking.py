@@ -5,6 +5,7 @@ to run and returns the sections and the JSON document that ``attnzoo.report`` an
 line print. Bad input raises ``BadInput`` with one line naming what is wrong and what to do.
 """
 
+import gc
 import os
 import time
 
@@ -71,6 +72,17 @@ def targets(executor, locator, options, name=None):
     return [Target(name or locator, locator, "sdpa", "torch", **declared)]
 
 
+def _freeze():
+    """Move what lives as long as the run (modules, the battery, the loaded target) out of the
+    collector's sight, so that the calls' garbage does not make it rescan them (about 2% of a
+    check's time). Not when the caller froze objects of its own: unfreezing would free them
+    too. True when frozen here (the run unfreezes at its end)."""
+    if gc.get_freeze_count():
+        return False
+    gc.freeze()
+    return True
+
+
 def run_check(locator, options, *, name=None, progress=None):
     """Run the chosen detectors on every implementation the locator names.
 
@@ -117,6 +129,7 @@ def run_check(locator, options, *, name=None, progress=None):
     progress = Progress() if progress is None else progress
     executor = session.executor(options, progress)
     sections, not_run, halted = [], [], None  # halted: why the run stopped early
+    frozen = False
     try:
         try:
             found = targets(executor, locator, options, name)
@@ -131,6 +144,7 @@ def run_check(locator, options, *, name=None, progress=None):
                 except DeadlineReached:
                     halted = session.DEADLINE
                 else:
+                    frozen = frozen or _freeze()
                     subject = Subject(target, executor, dtype, scoped=scoped)
                     subject.progress = progress
                     # one detector's finding; what their shrinks share (cases, time)
@@ -175,6 +189,8 @@ def run_check(locator, options, *, name=None, progress=None):
     except (BadTarget, sandbox.BadOption) as e:
         raise BadInput(str(e)) from None
     finally:
+        if frozen:
+            gc.unfreeze()
         progress.done()
         executor.close()
     if options.repro_dir is not None:  # run once the workers are gone: a fresh interpreter each

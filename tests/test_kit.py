@@ -365,3 +365,24 @@ def test_needs_describe_each_part_contract_by_contract():
     assert describe(needs) == ("softmax: lesson softmax; "
                                "self: lesson causal_self_attention | sdpa is_causal=, torch")
     assert describe(ATTENTION_NEEDS) == "lesson attention | sdpa"
+
+
+def test_the_trusted_reference_remembers_pure_answers_and_hands_out_copies():
+    """The kill matrix's reference (executor.Trusted) answers a pure request it has seen from
+    memory, as a copy a caller may write into; a seeded request always runs."""
+    from attnzoo.sandbox.executor import Trusted
+    from detectors.kit.calls import Request
+
+    target = SNIPPET_TARGETS["sdpa"]
+    trusted = Trusted(target)
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((1, 2, 3, 4)) for _ in range(3))
+    first = trusted.run(Request("sdpa", (q, k, v)))
+    first.values[0][...] = np.nan  # the caller writes into what it was given
+    again = trusted.run(Request("sdpa", (q.copy(), k.copy(), v.copy())))
+    assert len(trusted.answers) == 1
+    assert np.isfinite(again.values[0]).all()
+    assert np.array_equal(again.values[0], InProcess(target).run(Request("sdpa", (q, k, v)))
+                          .values[0])
+    trusted.run(Request("sdpa", (q, k, v), seed=3))
+    assert len(trusted.answers) == 1  # a seeded call is not a pure one: it ran, unremembered
