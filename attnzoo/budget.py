@@ -165,7 +165,7 @@ def reached(findings, detectors, contract, seen):
     ran = {f.detector for f in findings if str(f.verdict) != "n/a"}
     clauses = {c for name in ran for c in getattr(detectors.get(name), "CLAUSES", ())}
     space = [f"{axis.name}:{value.name}" for axis in SPACES[contract] for value in axis.values]
-    # C1–C7 are every contract checked here, S1–S6 SDPA's; V1–V11 are varlen's (not checked yet)
+    # C1–C7 are every contract checked here, S1–S6 SDPA's; V1–V12 are varlen's (not checked yet)
     own = [c for c in CLAUSES if c[0] == "C" or (contract == "sdpa" and c[0] == "S")]
     return {"tiers": per_tier, "clauses": [c for c in own if c in clauses],
             "clauses_not_reached": [c for c in own if c not in clauses],

@@ -77,6 +77,9 @@ V10 ``lse[h, t]`` is the natural log of the softmax normaliser of row t, head h:
     visible scores after cap and bias; ``(Hq, total_q)``, float32 (float64 for float64 inputs).
 V11 The output dtype follows the input; scores and softmax of float16/bfloat16 run in float32,
     and the error against float64 is a small multiple of the format's unit roundoff.
+V12 q, k and v may be any strided views whose last dimension is contiguous (flash-attention asks
+    no more: https://github.com/Dao-AILab/flash-attention/issues/1149): head-major storage, rows
+    of a fused projection, an interleaved cache, a storage offset; the answer is the same.
 
 Implementations here: :mod:`reference.lesson_numpy` and :mod:`reference.lesson_torch` (the lesson
 contract), :mod:`reference.sdpa` (the SDPA contract), and :mod:`reference.loop_oracle`, plain
@@ -113,4 +116,5 @@ CLAUSES = {
     "V9": "rows past cu_seqlens_q[-1] belong to no sequence and are never written",
     "V10": "LSE is the log of the softmax normaliser, (Hq, total_q), float32 or wider",
     "V11": "the output dtype follows the input; low-precision error is a few unit roundoffs",
+    "V12": "q, k, v may be strided views (last dimension contiguous): the answer is the same",
 }

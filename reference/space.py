@@ -230,6 +230,13 @@ VARLEN = (
     _varlen("guard rows", "V9", "rows of q past cu_seqlens_q[-1]",
         ("none", "total_q = cu_seqlens_q[-1]"),
         ("past the end", "rows past the last sequence: never written, never read")),
+    _varlen("layout", "V12", "how q, k and v lie in memory, their values the same",
+        ("contiguous", "each a contiguous tensor of its own"),
+        ("at an offset", "contiguous rows sliced from a larger buffer: a storage offset"),
+        ("head-major", "stored head by head, the token axis strided by D (a model's "
+         "transpose(1, 2); FlashInfer's HND cache)"),
+        ("fused buffers", "q from a fused projection's rows, k and v interleaved in one cache: "
+         "strides past their own width, v at an offset")),
     _varlen("return_lse", "V10", "whether the LSE is returned",
         ("off", "the output only"),
         ("on", "(out, lse), lse (Hq, total_q)",

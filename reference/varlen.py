@@ -1,4 +1,4 @@
-"""Packed variable-length attention, flash-attention's calling convention (clauses V1–V11).
+"""Packed variable-length attention, flash-attention's calling convention (clauses V1–V12).
 
 The sequences of a batch lie end to end along one token axis, cut apart by ``cu_seqlens``; keys
 may instead be read through a paged cache. Each sequence is gathered into dense per-head

@@ -85,9 +85,11 @@ def test_the_reference_and_the_decoys_are_conformant_at_every_dtype(name, where,
 
 
 # one bug of each style (a per-sequence loop, paged tiles, a split-KV merge), with a detector
-# its metadata does not name beside those it does
+# its metadata does not name beside those it does; and the two that only views show, so the
+# relay must carry each tensor's strides and storage offset to the kernel
 SAMPLE = ("varlen-causal-top-left", "varlen-page-position-from-physical-block",
-          "varlen-split-kv-reads-padded-length", "varlen-window-one-key-too-wide")
+          "varlen-split-kv-reads-padded-length", "varlen-window-one-key-too-wide",
+          "varlen-strides-from-shape", "varlen-storage-offset-ignored")
 
 
 @pytest.mark.parametrize("bug", SAMPLE)

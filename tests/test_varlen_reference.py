@@ -1,4 +1,4 @@
-"""The varlen reference (clauses V1–V11): judged by its plain-loop oracle on a seeded sweep,
+"""The varlen reference (clauses V1–V12): judged by its plain-loop oracle on a seeded sweep,
 pinned by worked examples computed by hand, and reduced to the dense SDPA reference."""
 
 import math

@@ -166,3 +166,31 @@ def test_what_a_module_declares_is_what_the_options_declare():
 def test_a_declaration_outside_the_vocabulary_is_bad_input(name, said):
     done, _ = quick(f"{DECLARES}:{name}")
     assert done.returncode == 2 and said in done.stderr
+
+
+def test_a_kernel_declaring_strided_gets_dense_copies_of_every_call():
+    """Derived calls too (a sequence sliced out is a view at an offset): nothing is set aside,
+    the values are the same, so every detector still judges it."""
+    seen = []
+
+    def kernel(q, k, v, *args, **kw):
+        seen.append(all(t.is_contiguous() and not t.storage_offset() for t in (q, k, v)))
+        return attn_varlen(q, k, v, *args, **kw)
+
+    target = varlen.Target(kernel, unsupported=("strided",))
+    for d in DETECTORS.values():
+        assert varlen.verdict(d, target, ("float64",))[0] == "pass", d.NAME
+    assert seen and all(seen)
+    assert any(not t.is_contiguous() or t.storage_offset()  # there were views to copy
+               for c in varlen.battery(0, "standard") for t in (c.q, c.k, c.v))
+
+
+def test_a_contiguous_only_kernel_is_flagged_undeclared_and_clean_declared():
+    kernel = "tests/targets/varlen/contiguous_only.py:attn_varlen"
+    only = ("--only", "matches_reference", "--only", "per_sequence_equivalence", "--dtype",
+            "float32")
+    done, doc = quick(kernel, *only)
+    assert done.returncode == 1 and verdicts(doc)["matches_reference"] == "crashed"
+    done, doc = quick(kernel, *only, "--unsupported", "strided")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert set(verdicts(doc).values()) == {"survived"}

@@ -21,10 +21,11 @@ see calling the implementation directly: an argument the implementation writes i
 written back into the test's own array; an answer that *is* an argument (or an earlier answer)
 comes back as that same object; an earlier answer the implementation changes later (a reused
 output buffer) changes in the test's hands at the next call; an object passed twice is the same
-object in the worker too (a cache keyed by identity hits); the layout (strides, read-only) of
-each array is kept; torch's global random state and NumPy's error state travel with the call;
-warnings and exceptions come back as their types (builtin, NumPy's or torch's; anything else as
-its nearest builtin base), their text made inert. torch autograd goes through
+object in the worker too (a cache keyed by identity hits); the layout (strides, read-only, a
+tensor's storage offset) of each array is kept, what its storage holds outside it NaN; torch's
+global random state and NumPy's error state travel with the call; warnings and exceptions
+come back as their types (builtin, NumPy's or torch's; anything else as its nearest builtin
+base), their text made inert. torch autograd goes through
 :class:`attnzoo.grade.proxy` 's ``Function``: the worker keeps each call's graph until the next
 test and answers backward with its own gradients.
 
@@ -34,6 +35,7 @@ None or a tuple, list or dict of them is refused with a TypeError.
 """
 
 import builtins
+import math
 import socket
 import sys
 import warnings
@@ -116,6 +118,8 @@ class Encoder:
             torch = _torch()
             desc.update(strides=list(a.stride()), device=str(a.device),
                         rg=bool(self.grad and a.requires_grad))
+            if a.storage_offset():  # a view that starts past its storage's beginning
+                desc["offset"] = int(a.storage_offset())
             t = a.detach().to("cpu").contiguous()
             name = str(t.dtype).removeprefix("torch.")
             if t.dtype == torch.bfloat16:
@@ -252,11 +256,19 @@ def _tensor(values, name, desc):
         one = values[tuple(slice(0, 1) if e else slice(None) for e in spread)]
         reduced = dict(desc, strides=[0 if e else s for e, s in zip(spread, strides)])
         return _tensor(np.ascontiguousarray(one), name, reduced).expand(*values.shape)
+    offset = desc.get("offset", 0)
+    if type(offset) is not int or offset < 0:
+        raise wire.Malformed(f"a storage offset of {offset!r}")
+    if offset and strides is None and all(values.shape):
+        strides = _contiguous(list(values.shape))
     if strides is not None and min(strides) >= 0:
         _, size = _extent(values.shape, strides)
-        if size <= 4 * values.size + 64:
-            base = torch.empty(size, dtype=t.dtype)
-            view = base.as_strided(list(values.shape), strides)
+        if offset + size <= 4 * values.size + 64:  # else dense: not worth the memory
+            # what no element of the view covers is NaN (0 for other dtypes), the same each
+            # run: a kernel that reads past its view's strides or offset reads it
+            base = torch.full((offset + size,), math.nan if t.is_floating_point() else 0,
+                              dtype=t.dtype)
+            view = base.as_strided(list(values.shape), strides, offset)
             view.copy_(t)
             t = view
     device = desc.get("device")

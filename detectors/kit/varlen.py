@@ -3,7 +3,7 @@
 A varlen target is a callable with flash-attention's ``attn_varlen(q, k, v, cu_seqlens_q,
 cu_seqlens_k=None, *, max_seqlen_q, max_seqlen_k, seqused_k=None, block_table=None,
 softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
-return_lse=False)`` on torch tensors (clauses V1–V11 of :mod:`reference`). A detector of
+return_lse=False)`` on torch tensors (clauses V1–V12 of :mod:`reference`). A detector of
 ``detectors/varlen/`` receives a :class:`Subject` (the target, its declared convention and one
 dtype) and raises :class:`VarlenMismatch` when its property fails.
 
@@ -12,8 +12,10 @@ sequences, paged caches with shuffled blocks whose size divides no length, GQA a
 on either side, exactly one key wide, and wider than the sequence, caps small enough to bend the
 scores and logits large enough to overflow a naive tanh, ALiBi slopes per head and per batch
 row, decode and chunked prefill under causal, D ≠ Dv, guard rows, and one sequence longer than a
-64-wide tile. Padding (keys allocated but unused, spare pages, guard rows of q) holds large
-finite garbage by default; :func:`poisoned` fills it with NaN so that a read shows.
+64-wide tile, and q, k and v as strided views (head-major storage; a fused projection's rows
+and an interleaved cache, their gaps NaN). Padding (keys allocated but unused, spare pages,
+guard rows of q) holds large finite garbage by default; :func:`poisoned` fills it with NaN so
+that a read shows.
 
 Tolerances are measured against the float64 reference for float32 and float64 inputs, and
 against the same-precision reference (float32 inside, one rounding) for float16 and bfloat16.
@@ -94,13 +96,72 @@ class Case:
 
     def to(self, dtype):
         """The case at another dtype; ALiBi slopes stay float32 (float64 for float64), V6."""
-        cast = {n: getattr(self, n).to(dtype) for n in ("q", "k", "v")}
+        cast = {n: strided_like(getattr(self, n).to(dtype), getattr(self, n))
+                for n in ("q", "k", "v")}
         args = dict(self.args)
         if args.get("alibi_slopes") is not None:
             wide = torch.float64 if dtype == torch.float64 else torch.float32
             args["alibi_slopes"] = args["alibi_slopes"].to(wide)
         dtype_name = str(dtype).removeprefix("torch.")
         return replace(self, **cast, args=args, values=self.values | {("dtype", dtype_name)})
+
+
+# V12: how q, k and v lie in memory
+LAYOUTS = ("contiguous", "at an offset", "head-major", "fused buffers")
+
+
+def strided_like(values, like):
+    """``values`` laid out as ``like`` is: its strides and storage offset, in a buffer whose
+    elements no view element covers are NaN (a view into a wider buffer, as a caller's fused
+    projection or interleaved cache is, its gaps poisoned). Contiguous ``like``: ``values``."""
+    if like.is_contiguous() and not like.storage_offset():
+        return values.contiguous()
+    if not like.numel():
+        return values.contiguous()
+    offset = like.storage_offset()
+    extent = offset + sum((n - 1) * st for n, st in zip(like.shape, like.stride())) + 1
+    base = torch.full((extent,), math.nan, dtype=values.dtype)
+    view = base.as_strided(like.shape, like.stride(), offset)
+    view.copy_(values)
+    return view
+
+
+def laid_out(q, k, v, layout):
+    """q, k and v with their values, lying in memory as ``layout`` (:data:`LAYOUTS`) says. V12:
+    only the last dimension need be contiguous (flash-attention's own requirement).
+
+    head-major: each tensor stored head by head, its token axis strided by D (a model's
+    ``(B, H, S, D).transpose(1, 2)``; FlashInfer's HND cache). at an offset: contiguous rows
+    sliced from a larger buffer, its first rows NaN (a batch's later sequences, a cache's later
+    blocks). fused buffers: q the first Hq
+    heads of a fused projection's rows, (total_q, Hq + 2·Hk, D); k and v slots 0 and 1 of an
+    interleaved cache, (…, 2, Hk, D) (flash-attention's kvpacked, FlashInfer's NHD cache), v at
+    a storage offset."""
+    if layout == "contiguous":
+        return q, k, v
+    if layout == "at an offset":
+        return tuple(strided_like(t, torch.empty(t.shape[0] + 3, *t.shape[1:])[3:])
+                     for t in (q, k, v))
+    if layout == "head-major":
+        return tuple(strided_like(t, t.transpose(-3, -2).contiguous().transpose(-3, -2))
+                     for t in (q, k, v))
+    if layout == "fused buffers":
+        Hq, Hk = q.shape[-2], k.shape[-2]
+        qkv = torch.empty(q.shape[0], Hq + 2 * Hk, q.shape[-1], dtype=q.dtype)
+        kv = torch.empty(*k.shape[:-2], 2, Hk, max(k.shape[-1], v.shape[-1]), dtype=k.dtype)
+        return (strided_like(q, qkv[:, :Hq]), strided_like(k, kv[..., 0, :, :k.shape[-1]]),
+                strided_like(v, kv[..., 1, :, :v.shape[-1]]))
+    raise ValueError(f"layout must be one of {LAYOUTS}, not {layout!r}")
+
+
+def layout_of(*tensors):
+    """The :data:`LAYOUTS` value q, k and v reach, read from their strides."""
+    if all(t.is_contiguous() for t in tensors):
+        return "at an offset" if any(t.storage_offset() for t in tensors) else "contiguous"
+    if any(t.shape[-2] > 1 and t.shape[-3] > 1 and t.stride(-3) == t.shape[-1]
+           and t.stride(-2) != t.shape[-1] for t in tensors):
+        return "head-major"
+    return "fused buffers"
 
 
 def i32(values):
@@ -113,10 +174,11 @@ def cumulative(lengths):
 
 def build(seed, name, lens_q, lens_k, *, Hq=2, Hk=2, D=8, Dv=None, block_size=None,
           shuffle=True, spare=2, extra=0, guard=0, causal=False, window=(-1, -1), softcap=0.0,
-          alibi=None, scale=None, q_gain=1.0, shared=False):
+          alibi=None, scale=None, q_gain=1.0, shared=False, layout="contiguous"):
     """A float64 case; ``extra`` allocates keys past those used (seqused_k), ``guard`` adds rows
     of q past the last sequence, ``block_size`` pages the cache (blocks in a shuffled physical
-    order unless ``shuffle=False``, ``spare`` blocks nobody uses). Padding holds garbage."""
+    order unless ``shuffle=False``, ``spare`` blocks nobody uses), ``layout`` lays q, k and v
+    out in memory (:func:`laid_out`). Padding holds garbage."""
     rng = np.random.default_rng(seed)
     Dv = Dv or D
     lens_q, lens_k = tuple(lens_q), tuple(lens_k)
@@ -167,13 +229,14 @@ def build(seed, name, lens_q, lens_k, *, Hq=2, Hk=2, D=8, Dv=None, block_size=No
         args["alibi_slopes"] = torch.from_numpy(rng.uniform(0.05, 0.8, Hq))  # (Hq,)
     elif alibi == "batch":
         args["alibi_slopes"] = torch.from_numpy(rng.uniform(0.05, 0.8, (B, Hq)))  # (B, Hq)
+    q, k, v = laid_out(q, k, v, layout)
     values = space_values(lens_q, lens_k, Hq, Hk, D, Dv, block_size, shuffle, shared, extra,
-                          guard, causal, window, softcap, alibi, q_gain)
+                          guard, causal, window, softcap, alibi, q_gain, layout)
     return Case(name, q, k, v, args, lens_q, lens_k, frozenset(values))
 
 
 def space_values(lens_q, lens_k, Hq, Hk, D, Dv, block_size, shuffle, shared, extra, guard,
-                 causal, window, softcap, alibi, q_gain):
+                 causal, window, softcap, alibi, q_gain, layout="contiguous"):
     """The values of :data:`reference.space.VARLEN` a case reaches, as (axis, value) pairs."""
     out = {("sequences", "1" if len(lens_q) == 1 else "several")}
     pairs = list(zip(lens_q, lens_k))
@@ -215,6 +278,7 @@ def space_values(lens_q, lens_k, Hq, Hk, D, Dv, block_size, shuffle, shared, ext
         out.add(("head sizes", ">128"))
     out.add(("causal", "on" if causal else "off"))
     out.add(("guard rows", "past the end" if guard else "none"))
+    out.add(("layout", layout))
     return out
 
 
@@ -239,7 +303,8 @@ def call_values(case, lse):
     alibi = None if slopes is None else "batch" if slopes.dim() == 2 else "head"
     out = space_values(lens_q, lens_k, Hq, Hk, D, Dv, size, False, False,
                        used is not None and lens_k != allocated, case.q.shape[0] > cu[-1],
-                       args["causal"], args["window_size"], args["softcap"], alibi, 1.0)
+                       args["causal"], args["window_size"], args["softcap"], alibi, 1.0,
+                       layout_of(case.q, case.k, case.v))
     out = {(a, v) for a, v in out if a != "paging" or v in ("packed", "page of 1",
                                                             "partial last page")}
     if table is not None:
@@ -340,6 +405,17 @@ def standard(seed):
               causal=True, Hq=1, Hk=1, D=4),
         build(s + 30, "ALiBi on rows that see no key", (6, 3, 2), (3, 0, 4), causal=True,
               window=(1, -1), alibi="head"),
+        build(s + 31, "q, k and v stored head-major, GQA, causal window", (5, 3, 4), (7, 3, 6),
+              Hq=4, Hk=2, causal=True, window=(3, -1), layout="head-major"),
+        build(s + 32, "a paged cache stored head by head, ALiBi", (2, 4), (9, 6), block_size=4,
+              alibi="head", layout="head-major"),
+        build(s + 33, "q from a fused projection, k and v interleaved, keys below allocated",
+              (4, 6), (5, 8), Hq=4, Hk=2, extra=2, causal=True, layout="fused buffers"),
+        build(s + 34, "a fused projection and an interleaved paged cache, softcap", (3, 1, 5),
+              (8, 6, 5), Hq=2, Hk=1, block_size=3, softcap=2.0, q_gain=3.0,
+              layout="fused buffers"),
+        build(s + 35, "q, k and v sliced at an offset from larger buffers, guard rows", (4, 2),
+              (4, 5), guard=1, window=(2, 1), layout="at an offset"),
     ]
 
 
@@ -437,6 +513,12 @@ def only_sequences(case, keep):
     return replace(case, q=case.q[rows], k=k, v=v, args=args, lens_q=lens_q, lens_k=lens_k)
 
 
+def dense(case):
+    """The case with q, k and v as contiguous tensors of their own, the values the same."""
+    own = {n: getattr(case, n).clone(memory_format=torch.contiguous_format) for n in "qkv"}
+    return replace(case, **own)
+
+
 def without(case, words):
     """``case`` with the features ``words`` name taken out, each replaced by the contract's
     plain spelling (no table, no cap, no ALiBi, one key/value head per query head, …), so that
@@ -467,6 +549,8 @@ def without(case, words):
                                            if plain.lens_q[b] == plain.lens_k[b]])
             if plain is None:
                 return None
+        elif word == "strided":
+            plain = dense(plain)
         elif word == "dv_ne_d":
             D, Dv = plain.q.shape[-1], plain.v.shape[-1]
             pad = plain.v.new_zeros(*plain.v.shape[:-1], max(0, D - Dv))
@@ -653,6 +737,8 @@ class Subject:
         probe, and every other detector judges the rest. A call that uses what the target
         declares unsupported is never made (NotApplicable); one asking for the LSE of a target
         that declares ``lse`` unsupported is made without it, and its LSE is None."""
+        if not self.offers("strided"):  # what it cannot take, it gets as dense copies
+            case = dense(case)
         if not self.supported(case):
             raise SetAside(f"{case.name}: uses {self.set_aside[case.name]}, which the "
                            "target declares unsupported")

@@ -23,6 +23,8 @@ VOCABULARY = {
     "gqa": "fewer key/value heads than query heads (GQA, MQA)",
     "dv_ne_d": "a value head size Dv different from D",
     "float64": "float64 inputs",
+    "strided": "q, k or v as strided views or at a storage offset (each call is sent dense "
+               "copies instead, the values the same)",
     "lse": "return_lse=True: the call is made without it and only the output is judged",
     "autograd": "gradients through torch autograd",
 }
@@ -42,6 +44,7 @@ USES = {
     "gqa": lambda values: any(a == "gqa" and v != "off" for a, v in values),
     "dv_ne_d": lambda values: ("head sizes", "Dv!=D") in values,
     "float64": lambda values: ("dtype", "float64") in values,
+    "strided": lambda values: any(a == "layout" and v != "contiguous" for a, v in values),
 }
 NOT_OF_A_CALL = ("lse", "autograd")
 

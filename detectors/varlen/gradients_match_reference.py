@@ -19,7 +19,7 @@ from detectors.kit.verdict import NotApplicable
 
 PROPERTY = ("Where the output requires grad, dq, dk and dv equal the reference's autograd "
             "gradients for every upstream-gradient form; padding gets zero gradient.")
-CLAUSES = ("V1", "V2", "V3", "V4", "V5", "V6", "V7", "V8", "V11")
+CLAUSES = ("V1", "V2", "V3", "V4", "V5", "V6", "V7", "V8", "V11", "V12")
 ORACLE = "differential"
 FORMS = ("random", "ones", "zero on some rows", "non-contiguous")
 GRADIENT_SLACK = 4  # the backward rounds more often than the forward: 4x the forward tolerance
@@ -44,7 +44,9 @@ def upstream(case, form, shape, seed):
 
 def gradients(fn, case, g):
     """(dq, dk, dv) of ``fn`` at the case, or None when its output does not require grad."""
-    leaves = [x.detach().clone().requires_grad_(True) for x in (case.q, case.k, case.v)]
+    # leaves laid out as the case's tensors are (V12): strided views stay strided views
+    leaves = [varlen.strided_like(x.detach().clone(), x).requires_grad_(True)
+              for x in (case.q, case.k, case.v)]
     out = fn(case.with_(q=leaves[0], k=leaves[1], v=leaves[2]))
     if not out.requires_grad:
         return None

@@ -25,6 +25,7 @@ CATEGORIES = {
     "scores": "softcap and ALiBi: their form, their order against bias and mask, overflow",
     "heads": "which key/value head serves which query head",
     "lse": "the log-sum-exp a kernel returns or merges with",
+    "layout": "how q, k and v lie in memory: strides, storage offsets, views of wider buffers",
 }
 ATTRIBUTE = "VARLEN"
 

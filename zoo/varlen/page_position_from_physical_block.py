@@ -26,6 +26,7 @@ BUG = Bug(
         "matches_reference",
         "lse_matches_output",
         "page_placement_invariance",
+        "padding_is_never_read",
         "softcap_limit_and_order",
         "window_is_a_key_slice",
         "gradients_match_reference",

@@ -30,6 +30,7 @@ class PagedTiles:
     def __call__(self, q, k, v, cu_seqlens_q, cu_seqlens_k=None, *, max_seqlen_q, max_seqlen_k,
                  seqused_k=None, block_table=None, softmax_scale=None, causal=False,
                  window_size=(-1, -1), softcap=0.0, alibi_slopes=None, return_lse=False):
+        q, k, v = self.operands(q, k, v)
         total_q, Hq, D = q.shape
         Hk, Dv = v.shape[-2:]
         g = Hq // Hk
@@ -76,6 +77,11 @@ class PagedTiles:
         return (out, lse[:, :total_q]) if return_lse else out
 
     fill = -math.inf
+
+    def operands(self, q, k, v):
+        """q, k and v as the kernel reads them: each through its own strides and storage
+        offset, as a launcher passes them (a pointer and the strides)."""
+        return q, k, v
 
     def tile_rows(self, sq, m0):
         """How many queries the tile starting at m0 holds: cut at the sequence's end."""
