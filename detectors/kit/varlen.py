@@ -114,9 +114,7 @@ def strided_like(values, like):
     """``values`` laid out as ``like`` is: its strides and storage offset, in a buffer whose
     elements no view element covers are NaN (a view into a wider buffer, as a caller's fused
     projection or interleaved cache is, its gaps poisoned). Contiguous ``like``: ``values``."""
-    if like.is_contiguous() and not like.storage_offset():
-        return values.contiguous()
-    if not like.numel():
+    if (like.is_contiguous() and not like.storage_offset()) or not like.numel():
         return values.contiguous()
     offset = like.storage_offset()
     extent = offset + sum((n - 1) * st for n, st in zip(like.shape, like.stride())) + 1
@@ -130,13 +128,12 @@ def laid_out(q, k, v, layout):
     """q, k and v with their values, lying in memory as ``layout`` (:data:`LAYOUTS`) says. V12:
     only the last dimension need be contiguous (flash-attention's own requirement).
 
-    head-major: each tensor stored head by head, its token axis strided by D (a model's
-    ``(B, H, S, D).transpose(1, 2)``; FlashInfer's HND cache). at an offset: contiguous rows
-    sliced from a larger buffer, its first rows NaN (a batch's later sequences, a cache's later
-    blocks). fused buffers: q the first Hq
-    heads of a fused projection's rows, (total_q, Hq + 2·Hk, D); k and v slots 0 and 1 of an
-    interleaved cache, (…, 2, Hk, D) (flash-attention's kvpacked, FlashInfer's NHD cache), v at
-    a storage offset."""
+    at an offset: contiguous rows sliced from a larger buffer, its first rows NaN (a batch's
+    later sequences, a cache's later blocks). head-major: each tensor stored head by head, its
+    token axis strided by D (a model's ``(B, H, S, D).transpose(1, 2)``; FlashInfer's HND
+    cache). fused buffers: q the first Hq heads of a fused projection's rows, (total_q,
+    Hq + 2·Hk, D); k and v slots 0 and 1 of an interleaved cache, (…, 2, Hk, D)
+    (flash-attention's kvpacked, FlashInfer's NHD cache), v at a storage offset."""
     if layout == "contiguous":
         return q, k, v
     if layout == "at an offset":
