@@ -230,6 +230,10 @@ VARLEN = (
     _varlen("guard rows", "V9", "rows of q past cu_seqlens_q[-1]",
         ("none", "total_q = cu_seqlens_q[-1]"),
         ("past the end", "rows past the last sequence: never written, never read")),
+    _varlen("score size", "V5", "the largest score a softmax exponentiates, after the cap",
+        ("ordinary", "every score within float32's exp range (|s| <= 88.7)"),
+        ("past exp's range", "a score past float32's exp range, no cap to bound it: a softmax "
+         "that does not subtract its row's maximum overflows")),
     _varlen("layout", "V12", "how q, k and v lie in memory, their values the same",
         ("contiguous", "each a contiguous tensor of its own"),
         ("at an offset", "contiguous rows sliced from a larger buffer: a storage offset"),

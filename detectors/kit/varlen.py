@@ -229,7 +229,8 @@ def build(seed, name, lens_q, lens_k, *, Hq=2, Hk=2, D=8, Dv=None, block_size=No
     q, k, v = laid_out(q, k, v, layout)
     values = space_values(lens_q, lens_k, Hq, Hk, D, Dv, block_size, shuffle, shared, extra,
                           guard, causal, window, softcap, alibi, q_gain, layout)
-    return Case(name, q, k, v, args, lens_q, lens_k, frozenset(values))
+    case = Case(name, q, k, v, args, lens_q, lens_k, frozenset(values))
+    return replace(case, values=case.values | {("score size", score_size(case))})
 
 
 def space_values(lens_q, lens_k, Hq, Hk, D, Dv, block_size, shuffle, shared, extra, guard,
@@ -313,7 +314,20 @@ def call_values(case, lse):
             out.add(("paging", "shared"))
     out.add(("dtype", str(case.q.dtype).removeprefix("torch.")))
     out.add(("return_lse", "on" if lse else "off"))
+    out.add(("score size", score_size(case)))
     return frozenset(out)
+
+
+EXP_RANGE = math.log(torch.finfo(torch.float32).max)  # about 88.7: exp overflows float32 past it
+
+
+def score_size(case):
+    """The :data:`reference.space.VARLEN` value of the largest score a softmax exponentiates
+    (after the cap, which bounds it): past float32's exp range or not."""
+    top = max_score(case)
+    if case.args.get("softcap"):
+        top = min(top, case.args["softcap"])
+    return "past exp's range" if top > EXP_RANGE else "ordinary"
 
 
 def battery(seed=0, depth="standard"):
@@ -413,6 +427,8 @@ def standard(seed):
               layout="fused buffers"),
         build(s + 35, "q, k and v sliced at an offset from larger buffers, guard rows", (4, 2),
               (4, 5), guard=1, window=(2, 1), layout="at an offset"),
+        build(s + 36, "scores past exp's range, no cap, GQA, causal", (5, 3, 7), (6, 4, 9),
+              Hq=4, Hk=2, causal=True, q_gain=40.0),
     ]
 
 
@@ -962,8 +978,8 @@ def max_score(case):
     for b, sq in enumerate(case.lens_q):
         kb, _ = sequence_keys(case, b)
         if sq and len(kb):
-            qb = case.q[start:start + sq].double()
-            kb = kb.double().repeat_interleave(Hq // Hk, dim=1)
+            qb = case.q[start:start + sq].detach().double()
+            kb = kb.detach().double().repeat_interleave(Hq // Hk, dim=1)
             top = max(top, float(torch.einsum("qhd,khd->hqk", qb, kb).abs().max()) * scale)
         start += sq
     return top
