@@ -74,9 +74,9 @@ def targets(executor, locator, options, name=None):
 
 def _freeze():
     """Move what lives as long as the run (modules, the battery, the loaded target) out of the
-    collector's sight, so that the calls' garbage does not make it rescan them (about 2% of a
-    check's time). Not when the caller froze objects of its own: unfreezing would free them
-    too. True when frozen here (the run unfreezes at its end)."""
+    collector's sight, so that the calls' garbage does not make it rescan them each time. Not
+    when the caller froze objects of its own: unfreezing would free them too. True when frozen
+    here (the run unfreezes at its end)."""
     if gc.get_freeze_count():
         return False
     gc.freeze()
