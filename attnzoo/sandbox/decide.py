@@ -15,13 +15,15 @@ import numpy as np
 
 from attnzoo.inert import inert
 from attnzoo.sandbox import gradcheck, wire
-from detectors.kit.calls import ANY_INPUT, ARG_NAMES, RETURNS, Result
+from detectors.kit.calls import ANY_INPUT, ARG_NAMES, RETURNS, Described, Result
 from detectors.kit.memory import LAYOUTS
 from detectors.kit.verdict import CRASHED, ImplementationFailure
 
 
-def encode(request, target):
-    """(header, buffers, sent): the request as plain data; ``sent`` what mutation compares."""
+def encode(request, target, words=True):
+    """(header, buffers, sent): the request as plain data; ``sent`` what mutation compares.
+    Without ``words`` the header's ``"call"`` is written only when read (in-process: no
+    wire to cross, and a call that answers never reads it)."""
     buffers, sent = [], []
     backend = target.backend
 
@@ -58,7 +60,7 @@ def encode(request, target):
               "layout": request.layout, "keep": None, "inputs": bool(request.inputs),
               "guarded": bool(request.guarded),
               "refill": request.refill, "overwrite": request.overwrite,
-              "call": request.describe()}
+              "call": request.describe() if words else Described(request)}
     # the arrays' own bytes, not copies: nothing writes to them before the answer is decided
     return header, [memoryview(b).cast("B") for b in buffers], sent
 

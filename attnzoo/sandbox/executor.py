@@ -61,7 +61,7 @@ class InProcess:
             return self
 
     def run(self, request):
-        header, buffers, sent = decide.encode(request, self.target)
+        header, buffers, sent = decide.encode(request, self.target, words=False)
         acted_on(self, request)
         handle = header["keep"] = new_handle(self, request)
         reply, out = self._execute(request, decide.for_worker(header, buffers))

@@ -43,8 +43,16 @@ def _plain(a, buffers):
 def numpy_input(desc):
     """A writable ndarray from a decoded request argument (bytes, dtype name, shape)."""
     data, name, shape = desc["bytes"], desc["dtype"], desc["shape"]
-    return np.frombuffer(data, dtype=np.dtype(name).newbyteorder("<")).reshape(shape) \
-        .astype(name)
+    wire, native = _INPUT_DTYPES.get(name) or _input_dtypes(name)
+    return np.frombuffer(data, dtype=wire).reshape(shape).astype(native)
+
+
+_INPUT_DTYPES = {}  # dtype name -> (its little-endian dtype, its native one), built once
+
+
+def _input_dtypes(name):
+    _INPUT_DTYPES[name] = (np.dtype(name).newbyteorder("<"), np.dtype(name))
+    return _INPUT_DTYPES[name]
 
 
 class Numpy:

@@ -33,6 +33,7 @@ class Torch:
 
         self.torch = torch
         self.base = torch._C.TensorBase
+        self.cpu = torch.device("cpu")
         self.device = device
         if not Torch.threads_pinned:
             # The battery's tensors are tiny: a second intra-op thread only adds wake-ups, and
@@ -80,13 +81,14 @@ class Torch:
     def _read(self, a, buffers, request):
         torch, B = self.torch, self.base
         try:
-            t = B.contiguous(B.to(B.detach(a), "cpu"))
-            name = str(B.dtype.__get__(t)).removeprefix("torch.")
+            t = B.contiguous(B.to(B.detach(a), self.cpu))
+            dtype = B.dtype.__get__(t)
+            name = _NAMES.get(dtype) or _name(dtype)
             if name in ("float16", "bfloat16"):
                 t = B.view(t, torch.int16)
             elif name == "bool":
                 t = B.view(t, torch.uint8)
-            elif B.is_complex(t) or B.is_quantized.__get__(t) or name not in _READABLE:
+            elif name not in _READABLE:  # complex and quantized dtypes among them
                 return {"dtype": name, "shape": list(B.shape.__get__(t))}
             shape = list(B.shape.__get__(t))
             # tobytes copies; resolve_neg materialises a lazily negated view (numpy() refuses
@@ -154,6 +156,14 @@ class Torch:
         return gradcheck.collect(self, fn, args, kwargs, request, buffers, describe,
                                  CallTimeout)
 
+
+
+_NAMES = {}  # torch dtype -> its name without "torch.", built as dtypes are met
+
+
+def _name(dtype):
+    _NAMES[dtype] = str(dtype).removeprefix("torch.")
+    return _NAMES[dtype]
 
 
 def _is_float(torch, a):

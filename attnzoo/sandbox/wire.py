@@ -41,6 +41,7 @@ DTYPES = {n: np.dtype(n).newbyteorder("<") for n in (
     "float64", "float32", "float16", "bool", "int8", "int16", "int32", "int64",
     "uint8", "uint16", "uint32", "uint64")}
 DTYPES["bfloat16"] = np.dtype("<u2")
+NATIVE = {d.char: d.newbyteorder("=") for d in (*DTYPES.values(), np.dtype("<f4"))}  # by char
 FLOATS = FLOAT_DTYPES  # the contract's float dtypes
 
 
@@ -161,7 +162,7 @@ def array(desc, buffers):
         a = (a.astype("<u4") << 16).view("<f4")
     elif name == "bool" and a.size and a.view(np.uint8).max() > 1:
         raise Malformed("a bool array holding bytes other than 0 and 1")
-    return a.astype(a.dtype.newbyteorder("=")), name
+    return a.astype(NATIVE[a.dtype.char]), name
 
 
 def affordable(nbytes, buffers, factor, what):

@@ -62,6 +62,19 @@ class Request:
         return f"{where}{fn}({', '.join(parts)})"
 
 
+class Described:
+    """A request's :meth:`Request.describe`, written only when something reads it: an
+    in-process call that answers (most do) never needs its words."""
+
+    __slots__ = ("request",)
+
+    def __init__(self, request):
+        self.request = request
+
+    def __str__(self):
+        return self.request.describe()
+
+
 @dataclass
 class Result:
     values: tuple  # NumPy arrays: floats as float64, bools as bool

@@ -50,8 +50,14 @@ class Offers:
 
     @property
     def unsupported(self):
-        """The capabilities the target declares it lacks (beside the callable or by option)."""
-        return frozenset(self.target.unsupported) | frozenset(self.manifest.unsupported or ())
+        """The capabilities the target declares it lacks (beside the callable or by option);
+        asked several times per call, so made once per target and manifest."""
+        target, manifest = self.target, self.manifest
+        made = getattr(self, "_unsupported", None)
+        if made is None or made[0] is not target or made[1] is not manifest:
+            made = self._unsupported = (target, manifest, frozenset(target.unsupported)
+                                        | frozenset(manifest.unsupported or ()))
+        return made[2]
 
     @property
     def layout(self):

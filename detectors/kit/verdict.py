@@ -153,7 +153,7 @@ class ImplementationFailure(Exception):
         super().__init__(what)
         self.verdict = verdict
         self.what = what
-        self.call = call
+        self.call = call if call is None else str(call)  # (a calls.Described is written now)
         self.died, self.earlier = died, 0
 
     def reword(self, what):
