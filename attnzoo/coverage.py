@@ -142,12 +142,15 @@ def problems(found, depth="deep"):
 
 def render(found):
     """The text table: per contract and axis value, how many detectors reach it forward and
-    through gradients at each depth, then who reaches it at the deepest depth measured."""
+    through gradients at each depth, then who reaches it at the deepest depth measured, and
+    the reason reference/space.py gives where no gradient relation reaches it there."""
     lines = []
     for contract, by_depth in found.items():
         depths = list(by_depth)
         lines.append(f"{contract} contract: detectors reaching each value, forward / through "
                      f"gradients, at {', '.join(depths)}")
+        if BACKWARD[contract]:
+            lines.append(f"  no gradient relation reaches any value: {BACKWARD[contract]}")
         for axis in SPACES[contract]:
             lines.append(f"  {axis.name} ({axis.clause}, {axis.about})")
             for value in axis.values:
@@ -161,6 +164,8 @@ def render(found):
                 who = ", ".join(last["forward"][:6]) + (" …" if len(last["forward"]) > 6 else "")
                 lines.append(f"    {value.name:<16} {'  '.join(counts)}  "
                              f"{note or who or '(none)'}")
+                if value.no_gradient and not value.gap and not last["backward"]:
+                    lines.append(f"{'':<23}no gradient relation: {value.no_gradient}")
     return "\n".join(lines)
 
 

@@ -78,7 +78,10 @@ SDPA = (
         Value("float64", "float64 inputs"),
         Value("float32", "float32 inputs", no_gradient="gradients are judged at float64 "
               "(correct_gradients) and at float16 and bfloat16, where a backward's rounding "
-              "shows (low_precision_gradients); no relation judges a float32 backward yet"),
+              "shows (low_precision_gradients); no relation judges a float32 backward yet: "
+              "at float32 the order of a kernel's sums, not the storing of P and dS, sets its "
+              "error, and 3x the float32 reference's error (the half-precision rule) flags "
+              "the gradients of correct tiled kernels on wide heads"),
         Value("float16", "float16 inputs"),
         Value("bfloat16", "bfloat16 inputs"))),
     Axis("layout", "C7", "how the arrays lie in memory", (

@@ -120,6 +120,21 @@ def test_a_varlen_value_nothing_reaches_is_a_gap():
     assert "varlen" in coverage.CONTRACTS
 
 
+def test_the_table_says_why_no_gradient_relation_reaches_a_value():
+    """A value reached forward only prints the reason reference/space.py gives beside it; one
+    a gradient relation reaches does not, and a contract without autograd says so once."""
+    found = {"sdpa": {"deep": {"dtype:float32": {"forward": ["a"], "backward": []},
+                               "requests:kept": {"forward": ["a"], "backward": ["b"]}}},
+             "lesson": {"deep": {}}}
+    text = coverage.render(found)
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("float32"))
+    assert lines[at + 1].strip().startswith("no gradient relation: gradients are judged at")
+    kept = next(i for i, line in enumerate(lines) if line.strip().startswith("kept"))
+    assert "no gradient relation" not in lines[kept + 1]
+    assert text.count("no gradient relation reaches any value: a call without autograd") == 1
+
+
 @pytest.fixture(scope="module")
 def deep():
     return coverage.coverage(("deep",))
