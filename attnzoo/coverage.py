@@ -160,10 +160,14 @@ def render(found):
                     ways = by_depth[d].get(key, {"forward": [], "backward": []})
                     counts.append(f"{len(ways['forward']):>2}/{len(ways['backward']):<2}")
                 last = by_depth[depths[-1]].get(key, {"forward": [], "backward": []})
-                note = value.gap and f"gap: {value.gap}"
-                who = ", ".join(last["forward"][:6]) + (" …" if len(last["forward"]) > 6 else "")
+                reached = last["forward"] or last["backward"]
+                note = value.gap and not reached and f"gap: {value.gap}"
+                who = ", ".join(reached[:6]) + (" …" if len(reached) > 6 else "") + (
+                    " (through gradients)" if reached and not last["forward"] else "")
                 lines.append(f"    {value.name:<16} {'  '.join(counts)}  "
                              f"{note or who or '(none)'}")
+                if value.gap and reached:
+                    lines.append(f"{'':<23}no forward relation: {value.gap}")
                 if value.no_gradient and not value.gap and not last["backward"]:
                     lines.append(f"{'':<23}no gradient relation: {value.no_gradient}")
     return "\n".join(lines)

@@ -125,7 +125,9 @@ def _asked(request):
                                           ("kept", request.keep),
                                           ("refilled", request.refill is not None),
                                           ("answer overwritten", request.overwrite is not None),
-                                          ("inputs read back", request.inputs)) if ok}
+                                          ("inputs read back", request.inputs),
+                                          ("another call before the backward",
+                                           getattr(request, "between", None) is not None)) if ok}
 
 
 def _fingerprint(request):

@@ -134,7 +134,8 @@ SDPA = (
               "values"),
         Value("repeated later", "the same call again with other calls between",
               no_gradient="a backward is compared with itself right after (backward_determinism); "
-              "a backward with another call between its forward and itself is not judged yet"),
+              "a backward with another call between it and its forward is the value 'another "
+              "call before the backward'"),
         Value("refilled", "the same argument objects as an earlier call, refilled in place with "
               "new values", no_gradient="refilling is judged on answers; a backward after its "
               "inputs were refilled is refused by autograd's version counter"),
@@ -146,6 +147,10 @@ SDPA = (
               "left the random state, as a training loop's steps do",
               no_gradient="the backward's mask is judged after a seed (dropout_backward_uses_"
               "forward_mask); consecutive unseeded backwards are not compared yet"),
+        Value("another call before the backward", "a second call of the same attention made "
+              "after a forward and before its backward, as a model's next layer is",
+              gap="a call between a forward and its backward is a matter of the backward: a "
+              "forward alone has none"),
         Value("kept", "the answer kept and read again after later calls",
               no_gradient="reading an answer again needs no backward"),
         Value("inputs read back", "the arguments read back after the call",

@@ -27,7 +27,7 @@ def encode(request, target, words=True):
     buffers, sent = [], []
     backend = target.backend
 
-    def arg(a, name, cast):
+    def arg(a, name, cast, compared=True):
         if not isinstance(a, np.ndarray):
             if a is not None and not isinstance(a, (bool, int, float)):
                 raise TypeError(f"a request argument of type {type(a).__name__}")
@@ -36,12 +36,19 @@ def encode(request, target, words=True):
                                      ("bool" if a.dtype == bool else "float64"), backend)
         buffers.append(data)
         desc = {"array": len(buffers) - 1, "dtype": dtype, "shape": list(a.shape)}
-        sent.append((name, desc, len(buffers) - 1))
+        if compared:
+            sent.append((name, desc, len(buffers) - 1))
         return desc
 
     names = ARG_NAMES[request.fn]
     args = [arg(a, names[i], True) for i, a in enumerate(request.args)]
     kwargs = {k: arg(v, k, backend == "torch") for k, v in request.kwargs.items()}
+    between = None
+    if request.between is not None:
+        if request.grad is None or request.gradcheck or request.guarded:
+            raise ValueError("a call between a forward and its backward needs a plain backward "
+                             "(grad, without gradcheck or guarded)")
+        between = [arg(a, names[i], True, compared=False) for i, a in enumerate(request.between)]
     grad = None
     if request.grad is not None:
         buffers.append(np.ascontiguousarray(request.grad, dtype="<f8"))
@@ -59,7 +66,7 @@ def encode(request, target, words=True):
               "gradcheck": bool(request.gradcheck), "seed": request.seed,
               "layout": request.layout, "keep": None, "inputs": bool(request.inputs),
               "guarded": bool(request.guarded),
-              "refill": request.refill, "overwrite": request.overwrite,
+              "refill": request.refill, "overwrite": request.overwrite, "between": between,
               "call": request.describe() if words else Described(request)}
     # the arrays' own bytes, not copies: nothing writes to them before the answer is decided
     return header, [memoryview(b).cast("B") for b in buffers], sent
@@ -75,6 +82,8 @@ def for_worker(header, buffers):
     request = dict(header)
     request["args"] = [attach(a) for a in header["args"]]
     request["kwargs"] = {k: attach(v) for k, v in header["kwargs"].items()}
+    if header.get("between") is not None:
+        request["between"] = [attach(a) for a in header["between"]]
     grad = header.get("grad")
     if grad is not None:
         request["grad"] = np.frombuffer(buffers[grad["array"]], "<f8").reshape(grad["shape"]).copy()

@@ -68,10 +68,23 @@ def execute(obj, target, manifest, request, kept=None):
         values, grads, inputs = read[:len(items)], None, read[len(items):]
     else:  # the backward runs the implementation's code: not inside a reading
         values = backend.read_all(items, buffers, request)
+        later = _between(fn, backend, kwargs, request)  # held until the backward is done
         grads = backend.grads(items[0], args, kwargs, request, buffers)
+        del later
         inputs = backend.read_all(arrays, buffers, request)
     return {"values": values, "inputs": inputs, "seconds": seconds, "grads": grads,
             "written": written}, buffers
+
+
+def _between(fn, backend, kwargs, request):
+    """The answer of the call ``request["between"]`` asks for between the forward and its
+    backward: the same keywords, its own positional arguments, leaves as the first call's
+    are, as a model's next layer calls the same attention before any backward."""
+    if not request.get("between"):
+        return None
+    args = [backend.build(a, request) for a in request["between"]]
+    args, _ = backend.requires_grad(args, {}, request)
+    return guarded(fn, args, kwargs, request)
 
 
 def reread(target, kept, handle):

@@ -51,6 +51,10 @@ class Request:
     # with ``inputs``: NumPy arguments read-only, torch ones watched by their version counter,
     # so a write put back before the call returns is seen as well
     guarded: bool = False
+    # with ``grad``: the positional arguments of a second call, made with the same keywords
+    # after this call's forward and before its backward, as a model's next layer is; its
+    # answer is held until the backward is done and never read
+    between: tuple | None = None
 
     def describe(self, target_name=""):
         """``attention(Q (2, 4, 5) float64, K (2, 6, 5), ...)`` for messages."""

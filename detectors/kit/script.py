@@ -177,7 +177,7 @@ class Calls:
         if request.seed is not None:
             lines.append((f"torch.manual_seed({request.seed}); " if self.torch else "")
                          + f"np.random.seed({request.seed})")
-        call = [f"r{n} = {fn}({', '.join(parts)})"]
+        call = [f"r{n} = {fn}({', '.join(parts)})"] + self._between(n, request, built, parts)
         if wrt:
             out = f"r{n}[0]" if RETURNS[request.fn] > 1 else f"r{n}"
             if request.grad is None:  # gradcheck failed: any upstream gradient shows it
@@ -230,6 +230,20 @@ class Calls:
     def _on(self):
         device = self.target.device
         return f", device={device!r}" if device != "cpu" else ""
+
+    def _between(self, n, request, built, parts):
+        """The line of the call a request makes between call n's forward and its backward:
+        its own positional arrays, leaves where the first call's are, and the same keywords."""
+        if request.between is None:
+            return []
+        names, wrt = ARG_NAMES[request.fn], wrt_names(request)
+        later = []
+        for name, a in zip(names, request.between):
+            arg = self._cast(built.name(a, f"later_{name}"), a, request)
+            later.append(f"{arg}.requires_grad_()" if name in wrt and self.torch else arg)
+        fn = "impl" if request.fn == "sdpa" else f"impl.{request.fn}"
+        return [f"later{n} = {fn}({', '.join(later + parts[len(request.args):])})  # another "
+                f"call, as a model's next layer, before r{n}'s backward"]
 
     def _cast(self, var, a, request):
         """The argument as the request sent it: in its dtype, as a fresh array (the sandbox

@@ -43,6 +43,12 @@ def snippet(target, requests, relation=""):
             calls.append((f"torch.manual_seed({request.seed}); " if torch else "")
                          + f"np.random.seed({request.seed})")
         calls.append(f"r{n} = {fn}({', '.join(parts)})")
+        if request.between is not None:  # made before call n's backward, as a next layer is
+            later = [_laid_out(cast(built.name(a, f"later_{name}"), a, request.dtype, torch,
+                                    target.device), request.layout, torch)
+                     for name, a in zip(arg_names, request.between)]
+            calls.append(f"later{n} = {fn}({', '.join(later + parts[len(request.args):])})  "
+                         f"# another call before r{n}'s backward")
         if handle is not None:
             made[handle] = n
     lines = head + built.lines + calls

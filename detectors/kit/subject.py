@@ -179,21 +179,27 @@ class Subject(Offers, Trials):
         return self.current or getattr(request, "case", None) or request.describe()
 
     def request(self, call, dtype, **kw):
-        """The request this subject's contract makes for an attention call."""
+        """The request this subject's contract makes for an attention call. ``between`` (new
+        q, k and v, by name) asks for a second call with them, sent as this one is, between
+        this call's forward and its backward."""
         reason = self.cannot(call)
         if reason:
             raise NotApplicable(reason)
         why = self.outside(call) if self.contract == "sdpa" else None
         if why:
             raise Unsupported(self.current or call.name, why)
-        if self.contract == "lesson":
-            args = (call.q, call.k, call.v) + (() if call.mask is None else (self.keep_mask(call),))
-            request = Request("attention", args, dtype=dtype, device=self.target.device,
-                              layout=call.spec.layout, **kw)
-        else:
-            request = sdpa_request.build(self, call, call.v, dtype, **kw)
+        if kw.get("between") is not None:
+            kw["between"] = self._built(call.with_(**kw["between"]), dtype).args
+        request = self._built(call, dtype, **kw)
         self._note(call, request)
         return request
+
+    def _built(self, call, dtype, **kw):
+        if self.contract == "lesson":
+            args = (call.q, call.k, call.v) + (() if call.mask is None else (self.keep_mask(call),))
+            return Request("attention", args, dtype=dtype, device=self.target.device,
+                           layout=call.spec.layout, **kw)
+        return sdpa_request.build(self, call, call.v, dtype, **kw)
 
     def keep_mask(self, call):
         """The call's keep-mask in the convention the target declared (drop: True = masked)."""
