@@ -307,6 +307,24 @@ class BackwardOrderChanges(LessonTorch):
         return _OrderedSum.apply(out, self.calls), weights
 
 
+class _WeightedByLast(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, weights, V, owner):
+        owner.saved, ctx.owner = (weights.detach(), V.detach()), owner  # WRONG: on the owner
+        return weights @ V
+
+    @staticmethod
+    def backward(ctx, grad):
+        weights, V = ctx.owner.saved  # whatever the last forward left there
+        return grad @ V.transpose(-2, -1), weights.transpose(-2, -1) @ grad, None
+
+
+class BackwardFromLastForward(LessonTorch):
+    def attention(self, Q, K, V, mask=None):
+        _, weights = super().attention(Q, K, V, mask)
+        return _WeightedByLast.apply(weights, V, self), weights
+
+
 class TorchSoftmax(LessonTorch):
     def softmax(self, x):
         return torch.softmax(x, dim=-1)  # WRONG: NaN on a row of -inf
@@ -504,6 +522,11 @@ WRONG = [
     Wrong("backward_determinism", BackwardOrderChanges, "killed",
           "should be equal (exactly; they differ by 5.6e-17; the same backward made twice)", "attention(Q",
           relation="the same backward made twice"),
+    Wrong("backward_follows_its_forward", BackwardFromLastForward, "killed",
+          "(gradient of sum(out * G), with another call made between the forward and its "
+          "backward), got ", "attention(Q",
+          relation="gradient of sum(out * G), with another call made between the forward and "
+                   "its backward"),
     Wrong("correct_gradients", QueryDetached, "killed",
           "expected a gradient for query, got no gradient reached query", "f(query", "sdpa"),
     Wrong("gradients_of_every_input", MaskDetached, "killed",
@@ -616,6 +639,8 @@ NOT_APPLICABLE = {  # (detector, reference) -> why it does not apply
     ("dropout_is_inverted", "torch"): "dropout is an SDPA argument",
     ("correct_gradients", "numpy"): "autograd needs torch; this is a NumPy implementation",
     ("backward_determinism", "numpy"): "autograd needs torch; this is a NumPy implementation",
+    ("backward_follows_its_forward", "numpy"): "autograd needs torch; this is a NumPy "
+                                               "implementation",
     ("gradients_of_every_input", "numpy"): "autograd needs torch; this is a NumPy implementation",
     ("softmax_of_empty_row_is_zero", "sdpa"): "an SDPA-style callable has no softmax",
     ("dropout_pattern_is_independent", "numpy"): "dropout is an SDPA argument",
