@@ -127,7 +127,7 @@ def _asked(request):
                                           ("answer overwritten", request.overwrite is not None),
                                           ("inputs read back", request.inputs),
                                           ("another call before the backward",
-                                           getattr(request, "between", None) is not None)) if ok}
+                                           request.between is not None)) if ok}
 
 
 def _fingerprint(request):

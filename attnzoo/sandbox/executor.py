@@ -29,7 +29,7 @@ def limit_for(request, seconds):
     second call before its backward (``Request.between``) has two calls' time."""
     if request.gradcheck:
         return seconds * GRADCHECK_FACTOR
-    return seconds * 2 if getattr(request, "between", None) is not None else seconds
+    return seconds * 2 if request.between is not None else seconds
 
 
 class DeadlineReached(BaseException):
