@@ -132,10 +132,7 @@ SDPA = (
     Axis("requests", "C7", "what a caller does with a call and around it", (
         Value("repeated", "the same call again, right after itself, with new objects of equal "
               "values"),
-        Value("repeated later", "the same call again with other calls between",
-              no_gradient="a backward is compared with itself right after (backward_determinism); "
-              "a backward with another call between it and its forward is the value 'another "
-              "call before the backward'"),
+        Value("repeated later", "the same call again with other calls between"),
         Value("refilled", "the same argument objects as an earlier call, refilled in place with "
               "new values", no_gradient="refilling is judged on answers; a backward after its "
               "inputs were refilled is refused by autograd's version counter"),
@@ -144,9 +141,7 @@ SDPA = (
               "refused by autograd's version counter"),
         Value("seeded", "the random state set before the call"),
         Value("not reseeded", "a dropout call without a reseed: it draws where the last call "
-              "left the random state, as a training loop's steps do",
-              no_gradient="the backward's mask is judged after a seed (dropout_backward_uses_"
-              "forward_mask); consecutive unseeded backwards are not compared yet"),
+              "left the random state, as a training loop's steps do"),
         Value("another call before the backward", "a second call of the same attention made "
               "after a forward and before its backward, as a model's next layer is",
               gap="a call between a forward and its backward is a matter of the backward: a "

@@ -129,6 +129,8 @@ ENTRIES = {  # zoo row -> (the detector that catches it, verdict, what its messa
                                          "got 1.0000"),
     "dropout-backward-redraws-mask-sdpa": ("dropout_backward_uses_forward_mask", "killed",
                                            "with the forward's mask"),
+    "dropout-backward-offset-reset-sdpa": ("dropout_backward_uses_forward_mask", "killed",
+                                           "not reseeded after a call that drew"),
     "dropout-nan-at-p-one-sdpa": ("dropout_across_rates", "nan",
                                   "finite (dropout_p=1 drops every weight), got nan"),
 }
