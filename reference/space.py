@@ -148,8 +148,8 @@ SDPA = (
               "forward alone has none"),
         Value("kept", "the answer kept and read again after later calls",
               no_gradient="reading an answer again needs no backward"),
-        Value("inputs read back", "the arguments read back after the call",
-              no_gradient="an in-place write is a forward matter"))),
+        Value("inputs read back", "the arguments read back after the call, and after its "
+              "backward"))),
 )
 LESSON = (
     Axis("T", "C3", "sequence lengths T_q and T_k", SIZES[:1] + (

@@ -440,6 +440,26 @@ class DropoutRedrawnInBackward(ScaledDotProductAttention):
         weights = self.softmax(scores)
         return _RedrawnInBackward.apply(weights, dropout_p) if dropout_p > 0 else weights
 
+
+class _RescaledInBackward(torch.autograd.Function):
+    """Identity on the output; the backward rescales the query it was handed, in place."""
+
+    @staticmethod
+    def forward(ctx, out, query):
+        ctx.query = query
+        return out.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        ctx.query.data.mul_(2.0)  # WRONG: the caller's query, written through its storage
+        return grad, None
+
+
+class QueryRescaledInBackward(ScaledDotProductAttention):
+    def __call__(self, query, *args, **kwargs):
+        return _RescaledInBackward.apply(super().__call__(query, *args, **kwargs), query)
+
+
 @dataclass
 class Wrong:
     detector: str
@@ -517,6 +537,9 @@ WRONG = [
           "the same call made twice"),
     Wrong("input_immutability", SoftmaxInPlace, "killed",
           "expected x left unchanged, got x modified by the call", "softmax(x (3,) float64"),
+    Wrong("input_immutability", QueryRescaledInBackward, "killed",
+          "expected query left unchanged (the arguments read back after the backward of "
+          "sum(out * G)), got query modified by the call", "f(query", "sdpa"),
     Wrong("correct_gradients", DetachedNormaliser, "killed", "expected dQ[",
           "attention(Q (1, 3, 5) float64", relation="gradient of sum(out * G)"),
     Wrong("backward_determinism", BackwardOrderChanges, "killed",
@@ -590,6 +613,7 @@ class _UpstreamInFloat8(torch.autograd.Function):
 class Float8Backward(ScaledDotProductAttention):
     def __call__(self, *args, **kwargs):
         return _UpstreamInFloat8.apply(super().__call__(*args, **kwargs))
+
 
 
 WRONG_AT_STANDARD = [  # properties checked at realistic sizes only

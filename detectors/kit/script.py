@@ -147,7 +147,7 @@ class Calls:
         parts, arrays, raw, before = [], [], {}, []
         backward = request.grad is not None or request.gradcheck
         wrt = wrt_names(request) if claim is not None and (
-            claim.kind == "gradient" or claim.kind == "answer" and backward) else ()
+            claim.kind == "gradient" or claim.kind in ("answer", "unchanged") and backward) else ()
         for i, (name, a) in enumerate(list(zip(names, request.args))
                                       + list(request.kwargs.items())):
             positional = i < len(request.args)
@@ -169,7 +169,7 @@ class Calls:
         fn = "impl" if request.fn == "sdpa" else f"impl.{request.fn}"
         lines = caller_actions(request, made, arrays, n, named) + before
         if claim is not None and claim.kind == "unchanged":
-            copy = ".clone()" if self.torch else ".copy()"
+            copy = ".detach().clone()" if self.torch else ".copy()"
             lines += [f"kept_{name} = {name}{copy}  # to see whether the call changes it"
                       for name in claim.args if name in self.leaves]
             if request.guarded:  # a write put back before returning leaves equal bytes

@@ -70,7 +70,8 @@ def closing(requests, claim, calls, judged, relation, built):
                   for n in claim.args if n in calls.leaves]
         if calls.torch and any(r.guarded for r in requests):
             checks += [f"written({n!r}, {n}, version_{n})" for n in calls.leaves]
-        return ["# the call should leave its arguments as they were",
+        after = " and its backward" if requests[claim.call].grad is not None else ""
+        return [f"# the call{after} should leave its arguments as they were",
                 f"finish(any([{', '.join(checks)}]))"]
     if kind == "gradient":
         return _gradient(requests, claim, calls, built)
