@@ -615,7 +615,6 @@ class Float8Backward(ScaledDotProductAttention):
         return _UpstreamInFloat8.apply(super().__call__(*args, **kwargs))
 
 
-
 WRONG_AT_STANDARD = [  # properties checked at realistic sizes only
     Wrong("low_precision_gradients", Float8Backward, "killed", "(gradient of sum(out * G) at "
           "float16, within 3x the reference's error at float16), got ", "f(query", "sdpa",
