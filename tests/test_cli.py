@@ -733,6 +733,39 @@ def test_matrix_seed_sweep_writes_its_result_and_says_each_seed(tmp_path):
     assert all(s["failing_cells"] == 0 for s in doc["per_seed"])
 
 
+def test_a_seed_sweep_names_each_failing_cell_as_its_seed_finishes(monkeypatch, tmp_path):
+    """A sweep stopped after a seed has already said which cells failed there, and the JSON
+    keeps them per seed: a count alone cannot be looked into."""
+    from argparse import Namespace
+
+    from attnzoo.matrix import command, model
+
+    class Failing:  # seed 1 has a false alarm whose message carries a control character
+        def __init__(self, seed):
+            self.found = [("reference-torch", "causality", "moved\x1b[2J")] if seed else []
+
+        def failures(self):
+            return self.found
+
+    monkeypatch.setattr(model, "evaluate", lambda seed, *a, **k: Failing(seed))
+    monkeypatch.setattr(model, "kinds", lambda m: {("reference-torch", "causality"):
+                                                   "false" if m.found else "pass"})
+    out = tmp_path / "seeds.json"
+    args = Namespace(seeds=2, repeat=1, device="cpu", dtype="float64", depth="deep", jobs=1,
+                     only=["reference"], format="json", output=str(out))
+    err = io.StringIO()
+    with redirect_stderr(err):
+        assert command.seed_sweep(args, None) == 1
+    lines = err.getvalue().splitlines()
+    assert lines[0].startswith("seed 0: 0 failing cells") and lines[1].startswith("seed 1: 1 ")
+    assert lines[2] == "  reference-torch × causality: moved\\x1b[2J"
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert [s["failing"] for s in doc["per_seed"]] == [[], [{
+        "row": "reference-torch", "detector": "causality", "message": "moved\\x1b[2J"}]]
+    assert doc["seed_dependent"] == [{"row": "reference-torch", "detector": "causality",
+                                      "kinds": ["pass", "false"]}]
+
+
 def test_a_cell_whose_kind_changes_with_the_seed_is_listed():
     from attnzoo.matrix.model import seed_dependent
 

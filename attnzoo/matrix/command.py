@@ -8,6 +8,7 @@ import time
 
 from attnzoo import catalogue
 from attnzoo.checking import BadInput, check_device, check_seed
+from attnzoo.inert import inert
 from attnzoo.matrix import model, render
 
 
@@ -53,7 +54,8 @@ def _write(args, out):
 
 def seed_sweep(args, select):
     """Verdicts must not depend on the seed: list the cells that do. A line per seed goes to
-    stderr as it finishes; the result, as text or JSON, to stdout or ``--output``."""
+    stderr as it finishes, with a line for each of its failing cells (a sweep stopped early
+    still names them); the result, as text or JSON, to stdout or ``--output``."""
     if args.seeds < 2:
         raise BadInput("--seeds needs at least 2 seeds")
     runs, per_seed = [], []
@@ -62,10 +64,14 @@ def seed_sweep(args, select):
         m = model.evaluate(seed, args.repeat, select=select, device=args.device,
                            dtype=args.dtype, depth=args.depth, jobs=args.jobs, snippets=False)
         runs.append(model.kinds(m))
-        per_seed.append({"seed": seed, "failing_cells": len(m.failures()),
+        failing = [{"row": label, "detector": detector, "message": inert(message)}
+                   for label, detector, message in m.failures()]
+        per_seed.append({"seed": seed, "failing_cells": len(failing), "failing": failing,
                          "seconds": round(time.perf_counter() - start, 1)})
-        print(f"seed {seed}: {len(m.failures())} failing cells, {per_seed[-1]['seconds']} s",
+        print(f"seed {seed}: {len(failing)} failing cells, {per_seed[-1]['seconds']} s",
               file=sys.stderr, flush=True)
+        for f in failing:
+            print(f"  {f['row']} × {f['detector']}: {f['message']}", file=sys.stderr, flush=True)
     flaky = [{"row": label, "detector": detector, "kinds": [r[(label, detector)] for r in runs]}
              for label, detector in model.seed_dependent(runs)]
     if args.format == "json":
