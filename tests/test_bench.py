@@ -119,3 +119,19 @@ def test_against_compares_a_check_from_each_tree(tmp_path):
     assert report["today"]["command"].startswith("attnzoo check reference/lesson_numpy.py")
     assert report["today"]["cells"] == report["then"]["cells"] > 0
     assert "| check | calls |" in against.render(report)
+
+
+def test_a_larger_matrix_is_told_apart_into_its_shared_cells_and_the_rest():
+    """The cells both matrices have are timed on each side apart from the cells only today's
+    has, and the calls are counted, so a budget on the whole can be read by its parts."""
+    then = {("reference-numpy", "causality"): (10, 1.0), ("gone-numpy", "causality"): (5, 9.0)}
+    today = {("reference-numpy", "causality"): (12, 1.5), ("new-numpy", "causality"): (30, 3.0)}
+    figures = {"today": {"cpu": {"median": 42.0}}, "then": {"cpu": {"median": 15.0}}}
+    report = against._growth({"today": [today, dict(today)], "then": [then]}, figures)
+    assert report["calls"] == {"today": 42, "then": 15}
+    assert report["cpu_per_call_ratio"] == 1.0  # 1 s a call on both sides
+    assert report["shared_cells"] == {"cells": 1, "calls": 12,
+                                      "seconds": {"today": 1.5, "then": 1.0}, "ratio": 1.5}
+    sentence = against.growth(report)
+    assert "42 today, 15 then (2.80×)" in sentence
+    assert "The 1 cells both matrices have" in sentence and "(1.500 of then)" in sentence

@@ -12,6 +12,7 @@ matrix was asked to do.
 
 import json
 import os
+import statistics
 import subprocess
 import tarfile
 import tempfile
@@ -76,7 +77,7 @@ def compare(rev, repeats, root=None, check=None):
         sides = {"today": ([bench.PY, "-m", "attnzoo", *argv["today"]], root),
                  "then": (console_command(folder, argv["then"]), folder)}
         runs = {side: [] for side in sides}
-        cells = {}
+        cells, matrices = {}, {side: [] for side in sides}
         for _ in range(repeats):
             for side, (cmd, cwd) in sides.items():
                 run = bench.once(cmd, cwd=cwd)
@@ -84,20 +85,27 @@ def compare(rev, repeats, root=None, check=None):
                     raise RuntimeError(f"the {side} {what[0]} exited {run[2].returncode}: "
                                        f"{run[2].stderr.strip()[-500:]}")
                 runs[side].append(run)
-                cells[side] = _calls(run[2].stdout) if check else _cells(paths[side])
+                if check:
+                    cells[side] = _calls(run[2].stdout)
+                else:
+                    matrices[side].append(_matrix(paths[side]))
+                    cells[side] = len(matrices[side][-1])
     shown = {"today": ["attnzoo", *what[:1 + len(check or ())]],
              "then": ["attnzoo", *what[:1 + len(check or ())], f"(at {sha[:12]})"]}
     figures = {side: dict(bench.figure(shown[side], r), cells=cells[side])
                for side, r in runs.items()}
     figures["today"]["commit"], figures["then"]["commit"] = head, sha
     pairs = [a[0] / b[0] for a, b in zip(runs["today"], runs["then"])]
-    return {"machine": bench.machine(), "against": rev, **figures,
-            "wall_ratio_pairs": bench.spread(pairs),
-            "wall_ratio_medians": round(figures["today"]["wall"]["median"]
-                                        / figures["then"]["wall"]["median"], 3),
-            "cpu_per_cell_ratio": round(
-                (figures["today"]["cpu"]["median"] / cells["today"])
-                / (figures["then"]["cpu"]["median"] / cells["then"]), 3)}
+    report = {"machine": bench.machine(), "against": rev, **figures,
+              "wall_ratio_pairs": bench.spread(pairs),
+              "wall_ratio_medians": round(figures["today"]["wall"]["median"]
+                                          / figures["then"]["wall"]["median"], 3),
+              "cpu_per_cell_ratio": round(
+                  (figures["today"]["cpu"]["median"] / cells["today"])
+                  / (figures["then"]["cpu"]["median"] / cells["then"]), 3)}
+    if not check:
+        report.update(_growth(matrices, figures))
+    return report
 
 
 def _calls(stdout):
@@ -105,9 +113,32 @@ def _calls(stdout):
     return json.loads(stdout)["summary"]["calls"]
 
 
-def _cells(path):
+def _matrix(path):
+    """(row, detector) -> (calls, seconds) of every cell of one matrix run's JSON."""
     doc = json.loads(Path(path).read_text())
-    return sum(len(row["cells"]) for row in doc["rows"])
+    return {(row["row"], d): (c.get("calls") or 0, c.get("seconds") or 0.0)
+            for row in doc["rows"] for d, c in row["cells"].items()}
+
+
+def _growth(matrices, figures):
+    """Where a larger matrix's time goes: the calls each side made, the CPU per call, and the
+    cells both have (the same row, the same detector) timed on each side, apart from the
+    rows and detectors only one side has. Each figure is the median over the runs."""
+    shared = set(matrices["today"][0]).intersection(matrices["then"][0])
+
+    def median(side, keys, part):
+        return round(statistics.median(sum(m[k][part] for k in keys) for m in matrices[side]), 3)
+
+    calls = {side: median(side, matrices[side][0], 0) for side in matrices}
+    seconds = {side: median(side, shared, 1) for side in matrices}
+    return {"calls": calls,
+            "cpu_per_call_ratio": round(
+                (figures["today"]["cpu"]["median"] / max(calls["today"], 1))
+                / (figures["then"]["cpu"]["median"] / max(calls["then"], 1)), 3),
+            "shared_cells": {"cells": len(shared), "calls": median("today", shared, 0),
+                             "seconds": seconds,
+                             "ratio": round(seconds["today"] / seconds["then"], 3)
+                             if seconds["then"] else None}}
 
 
 def render(r):
@@ -131,4 +162,18 @@ def render(r):
               f"{p['min']:.3f}–{p['max']:.3f}), {r['wall_ratio_medians']:.3f} (of the medians); "
               f"CPU per {'cell' if what == 'attnzoo matrix' else 'call'}: "
               f"{r['cpu_per_cell_ratio']:.3f}"]
+    if "shared_cells" in r:
+        lines.append(growth(r))
     return "\n".join(lines)
+
+
+def growth(r):
+    """A matrix comparison's calls and shared cells, in a sentence."""
+    calls, shared = r["calls"], r["shared_cells"]
+    ratio = "" if shared["ratio"] is None else f" ({shared['ratio']:.3f} of then)"
+    return (f"Calls into the implementations: {calls['today']:g} today, {calls['then']:g} then "
+            f"({calls['today'] / max(calls['then'], 1):.2f}×), {r['cpu_per_call_ratio']:.3f} of "
+            f"the CPU per call. The {shared['cells']} cells both matrices have (the same row and "
+            f"detector) took {shared['seconds']['today']:.2f} s of cell time today and "
+            f"{shared['seconds']['then']:.2f} s then{ratio}; the rest of today's time is the "
+            "rows and detectors added since.")

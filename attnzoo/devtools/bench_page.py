@@ -11,6 +11,7 @@ the page names the file, not the date.
 import json
 from pathlib import Path
 
+from attnzoo.devtools import against
 from attnzoo.devtools.docs.data import BLOCK
 from attnzoo.devtools.flagged import FLAGGED, TILED
 
@@ -150,9 +151,10 @@ def _against(name, r):
         at = f" ({fig['commit'][:7]})" if fig.get("commit") else ""
         lines.append(f"| {side}{at} | {fig['cells']} | {seconds(fig)} | "
                      f"{fig['cpu']['median']:.2f} s | {fig['runs']} |")
-    return lines + ["", f"Today over then: {p['median']:.3f} of the wall (median of the pairs; "
-                    f"{p['min']:.3f}–{p['max']:.3f}), and {r['cpu_per_cell_ratio']:.3f} of the "
-                    f"CPU per {unit}, with {today['cells'] / then['cells']:.2f}× the {unit}s."]
+    lines += ["", f"Today over then: {p['median']:.3f} of the wall (median of the pairs; "
+              f"{p['min']:.3f}–{p['max']:.3f}), and {r['cpu_per_cell_ratio']:.3f} of the "
+              f"CPU per {unit}, with {today['cells'] / then['cells']:.2f}× the {unit}s."]
+    return lines + (["", against.growth(r)] if "shared_cells" in r else [])
 
 
 def block_flagged(data):
