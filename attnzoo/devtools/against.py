@@ -171,7 +171,7 @@ def growth(r):
     """A matrix comparison's calls and shared cells, in a sentence."""
     calls, shared = r["calls"], r["shared_cells"]
     ratio = "" if shared["ratio"] is None else f" ({shared['ratio']:.3f} of then)"
-    return (f"Calls into the implementations: {calls['today']:g} today, {calls['then']:g} then "
+    return (f"Calls into the implementations: {calls['today']:.0f} today, {calls['then']:.0f} then "
             f"({calls['today'] / max(calls['then'], 1):.2f}×), {r['cpu_per_call_ratio']:.3f} of "
             f"the CPU per call. The {shared['cells']} cells both matrices have (the same row and "
             f"detector) took {shared['seconds']['today']:.2f} s of cell time today and "

@@ -36,21 +36,22 @@ NUMPY = "reference/lesson_numpy.py"
 SDPA = "torch.nn.functional:scaled_dot_product_attention"
 # What the figures should stay under: (what, where in its JSON, the most it may be, unit).
 # A figure is looked up in every file that has it, so the same budget may show twice.
+MEASURED = ("bench", "checks")  # the files of the whole bench and of --checks
+# (what, its keys in a file, at most, unit, the files it is read from)
 BUDGETS = (
-    ("the test command", ("pytest", "wall", "median"), 60, " s"),
-    ("the test command over `attnzoo matrix`", ("test_run_over_matrix",), 1.5, "×"),
+    ("the test command", ("pytest", "wall", "median"), 60, " s", MEASURED),
+    ("the test command over `attnzoo matrix`", ("test_run_over_matrix",), 1.5, "×", MEASURED),
     (f"`attnzoo check {NUMPY}` at standard",
-     ("check", f"{NUMPY} --depth standard", "wall", "median"), 5, " s"),
+     ("check", f"{NUMPY} --depth standard", "wall", "median"), 5, " s", MEASURED),
     (f"`attnzoo check {SDPA}` at standard",
-     ("check", f"{SDPA} --depth standard", "wall", "median"), 15, " s"),
+     ("check", f"{SDPA} --depth standard", "wall", "median"), 15, " s", MEASURED),
     (f"`attnzoo check {SDPA}` at deep",
-     ("check", f"{SDPA} --depth deep", "wall", "median"), 120, " s"),
+     ("check", f"{SDPA} --depth deep", "wall", "median"), 120, " s", MEASURED),
     ("a flagged check over the same kernel's clean one", ("wall_ratio_pairs", "median"), 1.5,
      "×", ("flagged",)),
     ("`attnzoo matrix` over itself before the coverage model (`--against`)",
      ("wall_ratio_pairs", "median"), 1.2, "×", ("against-coverage",)),
 )
-MEASURED_BY = ("bench", "checks", "flagged")  # where a budget is read, unless it names a file
 
 
 def load(root=ROOT):
@@ -226,8 +227,8 @@ def block_gate(data):
 
 def block_budgets(data):
     lines = ["| figure | at most | measured | file |", "|---|---|---|---|"]
-    for what, keys, most, unit, *sources in BUDGETS:
-        for name in (sources[0] if sources else MEASURED_BY):
+    for what, keys, most, unit, sources in BUDGETS:
+        for name in sources:
             value = data[name]
             for key in keys:
                 value = value.get(key) if isinstance(value, dict) else None
